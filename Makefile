@@ -1,0 +1,41 @@
+# pi-sandbox — see README.md.
+GO      ?= go
+BIN     ?= bin/pi-sandbox
+PKGS    ?= ./...
+TIMEOUT ?= 30m
+
+export TESTCONTAINERS_RYUK_DISABLED := true
+
+.PHONY: all build test test-unit lint images bench faults demo clean
+
+all: build
+
+build:
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/pi-sandbox
+
+# Unit tests, the conformance suite on every backend, and the integration tests.
+test: build
+	$(GO) vet $(PKGS)
+	$(GO) test -race -timeout $(TIMEOUT) $(PKGS)
+
+test-unit:
+	$(GO) test -race -short -timeout $(TIMEOUT) $(PKGS)
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+images: build
+	$(BIN) image build
+
+bench: build
+	@echo "bench: not implemented yet" >&2; exit 1
+
+faults: build
+	@echo "faults: not implemented yet" >&2; exit 1
+
+demo: build
+	@echo "demo: not implemented yet" >&2; exit 1
+
+clean:
+	rm -rf bin

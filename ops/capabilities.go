@@ -1,0 +1,125 @@
+package ops
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+)
+
+// GrepQuery is a content search with ripgrep semantics: .gitignore files are
+// respected, hidden files are searched, the regular expression dialect is
+// rg's (Unicode-aware \d \w \s \b).
+type GrepQuery struct {
+	Pattern    string `json:"pattern"`
+	Path       string `json:"path"`           // absolute file or directory
+	Glob       string `json:"glob,omitempty"` // rg --glob (a leading "!" negates)
+	IgnoreCase bool   `json:"ignoreCase,omitempty"`
+	Literal    bool   `json:"literal,omitempty"`
+	Context    int    `json:"context,omitempty"` // lines before and after, merged
+	// MaxMatches stops the search after that many match events (0: no
+	// limit). Context lines that follow the last match are still reported.
+	MaxMatches int `json:"maxMatches,omitempty"`
+}
+
+// GrepEvent is one output line of a search, in rg's order: files in walk
+// order, lines ascending, overlapping context windows merged.
+type GrepEvent struct {
+	// Path is relative to the searched directory with "/" separators, or
+	// the file's base name when a single file is searched.
+	Path  string `json:"path"`
+	Line  int    `json:"line"`            // 1-based
+	Match bool   `json:"match,omitempty"` // false for a context line
+	// Text is the line without its trailing "\n" or "\r\n", as raw bytes.
+	Text []byte `json:"text"`
+}
+
+// GrepFS is implemented by backends that search inside the target.
+type GrepFS interface {
+	FS
+	// Grep calls fn for each event. An error from fn stops the search and is
+	// returned. An invalid pattern is an error wrapping ErrBadPattern.
+	Grep(ctx context.Context, q *GrepQuery, fn func(GrepEvent) error) error
+}
+
+// FindQuery is a file search with fd semantics: glob patterns, .gitignore
+// respected, hidden files included, smart case, patterns containing "/"
+// anchored at the search root.
+type FindQuery struct {
+	Pattern string `json:"pattern"`
+	Path    string `json:"path"` // absolute directory
+	// MaxResults stops after that many results (0: no limit).
+	MaxResults int `json:"maxResults,omitempty"`
+}
+
+// FindFS is implemented by backends that find files inside the target.
+type FindFS interface {
+	FS
+	// Find calls fn with each result's path relative to q.Path, "/"
+	// separated, with a trailing "/" for directories. An error from fn stops
+	// the search and is returned.
+	Find(ctx context.Context, q *FindQuery, fn func(rel string) error) error
+}
+
+// LineCountFS is implemented by backends that can count lines in the target
+// without transferring the file.
+type LineCountFS interface {
+	FS
+	// CountLines returns the number of "\n" bytes in name and its size.
+	CountLines(ctx context.Context, name string) (newlines, size int64, err error)
+}
+
+// CountLines counts the "\n" bytes of name, through LineCountFS when fsys has
+// it, else by streaming the file.
+func CountLines(ctx context.Context, fsys FS, name string) (newlines, size int64, err error) {
+	if lc, ok := fsys.(LineCountFS); ok {
+		n, s, err := lc.CountLines(ctx, name)
+		if !errors.Is(err, ErrUnsupported) {
+			return n, s, err
+		}
+	}
+	r, err := fsys.Open(ctx, name)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer r.Close()
+	buf := make([]byte, 64<<10)
+	for {
+		k, rerr := r.Read(buf)
+		newlines += int64(bytes.Count(buf[:k], []byte{'\n'}))
+		size += int64(k)
+		if rerr == io.EOF {
+			return newlines, size, nil
+		}
+		if rerr != nil {
+			return newlines, size, rerr
+		}
+		if err := ctx.Err(); err != nil {
+			return newlines, size, err
+		}
+	}
+}
+
+// ReadFile reads all of name through fsys.Open.
+func ReadFile(ctx context.Context, fsys FS, name string) ([]byte, error) {
+	r, err := fsys.Open(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return io.ReadAll(r)
+}
+
+// Exists reports whether name exists (following symbolic links). Errors
+// other than "not exist" are returned.
+func Exists(ctx context.Context, fsys FS, name string) (bool, error) {
+	_, err := fsys.Stat(ctx, name)
+	if err == nil {
+		return true, nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	return false, err
+}

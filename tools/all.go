@@ -1,0 +1,22 @@
+package tools
+
+import (
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// All returns the seven tools bound to backend b, in pi's order: read, bash,
+// edit, write, grep, find, ls. edit and write share one file mutation queue.
+func All(b ops.Backend) []loop.Tool {
+	info := b.Info()
+	q := NewMutationQueue(b)
+	return []loop.Tool{
+		NewRead(b, info),
+		NewBash(b, b, info),
+		NewEdit(b, info, q),
+		NewWrite(b, info, q),
+		NewGrep(b, info),
+		NewFind(b, info),
+		NewLs(b, info),
+	}
+}

@@ -1,0 +1,37 @@
+package tools
+
+// Stubs for the constructors All needs; each is replaced by its real tool.
+// Delete a stub when its tool lands.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+type stub string
+
+func (s stub) Name() string                { return string(s) }
+func (s stub) Label() string               { return string(s) }
+func (s stub) Description() string         { return string(s) }
+func (s stub) Parameters() json.RawMessage { return json.RawMessage(`{"type":"object"}`) }
+func (s stub) Mode() loop.Mode             { return loop.Parallel }
+func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) (*loop.Result, error) {
+	return nil, errors.New("tools: " + string(s) + " is not implemented yet")
+}
+
+// MutationQueue serializes edit and write per target realpath.
+type MutationQueue struct{ fsys ops.FS }
+
+func NewMutationQueue(fsys ops.FS) *MutationQueue { return &MutationQueue{fsys: fsys} }
+
+func NewRead(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("read") }
+func NewBash(r ops.Runner, fsys ops.FS, info ops.Info) loop.Tool      { return stub("bash") }
+func NewEdit(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool  { return stub("edit") }
+func NewWrite(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool { return stub("write") }
+func NewGrep(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("grep") }
+func NewFind(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("find") }
+func NewLs(fsys ops.FS, info ops.Info) loop.Tool                      { return stub("ls") }
