@@ -34,8 +34,13 @@ bench: build
 faults: build
 	@echo "faults: not implemented yet" >&2; exit 1
 
+# The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with
+# `pi-sandbox run` on the local backend, in a temporary copy, then check its tests pass.
 demo: build
-	@echo "demo: not implemented yet" >&2; exit 1
+	@tmp=$$(mktemp -d) && cp -R examples/stats/. "$$tmp" && \
+	$(BIN) run --workdir "$$tmp" examples/stats/demo.jsonl && \
+	echo "--- go test in the fixed copy ($$tmp)" && (cd "$$tmp" && $(GO) test ./...); \
+	rc=$$?; rm -rf "$$tmp"; exit $$rc
 
 clean:
 	rm -rf bin
