@@ -17,6 +17,14 @@ type Config struct {
 
 	Docker DockerConfig
 	SSH    SSHConfig
+
+	// Unconfined turns path confinement off. By default file operations are
+	// confined to WorkDir, the sandbox's spill directory and the extra roots.
+	Unconfined bool
+	// AllowRoots are extra read-write roots (--allow-root DIR), and
+	// ReadOnlyRoots extra read-only ones (--read-only-root DIR): target paths.
+	AllowRoots    []string
+	ReadOnlyRoots []string
 }
 
 // DockerConfig holds the docker backend's flags.
@@ -45,6 +53,9 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.SSH.Host, "host", "", "ssh: [user@]host[:port] or an alias from ~/.ssh/config")
 	fs.StringVar(&c.SSH.Identity, "identity", "", "ssh: private key file")
 	fs.StringVar(&c.SSH.KnownHosts, "known-hosts", "", "ssh: known_hosts file (default ~/.ssh/known_hosts)")
+	fs.BoolVar(&c.Unconfined, "unconfined", false, "turn path confinement off (file tools may touch any path)")
+	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under DIR too (repeatable)")
+	fs.Var((*listFlag)(&c.ReadOnlyRoots), "read-only-root", "allow file tools to read under DIR (repeatable)")
 }
 
 // Validate checks the flags' combinations.

@@ -37,7 +37,31 @@ func Open(ctx context.Context, cfg Config) (*Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if !cfg.Unconfined {
+		cb, err := Confine(ctx, b, roots(b.Info(), cfg))
+		if err != nil {
+			b.Close()
+			return nil, err
+		}
+		b = cb
+	}
 	return &Sandbox{Backend: b, Tools: tools.All(b)}, nil
+}
+
+// roots lists the confinement roots: the working directory, the spill
+// directory, and the configured extra roots.
+func roots(info ops.Info, cfg Config) []Root {
+	rs := []Root{{Path: info.WorkDir}}
+	if info.SpillDir != "" {
+		rs = append(rs, Root{Path: info.SpillDir})
+	}
+	for _, p := range cfg.AllowRoots {
+		rs = append(rs, Root{Path: p})
+	}
+	for _, p := range cfg.ReadOnlyRoots {
+		rs = append(rs, Root{Path: p, ReadOnly: true})
+	}
+	return rs
 }
 
 // Close closes the backend.
