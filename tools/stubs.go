@@ -23,11 +23,6 @@ func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) 
 	return nil, errors.New("tools: " + string(s) + " is not implemented yet")
 }
 
-// MutationQueue serializes edit and write per target realpath.
-type MutationQueue struct{ fsys ops.FS }
-
-func NewMutationQueue(fsys ops.FS) *MutationQueue { return &MutationQueue{fsys: fsys} }
-
 func NewRead(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("read") }
 func NewBash(r ops.Runner, fsys ops.FS, info ops.Info) loop.Tool      { return stub("bash") }
 func NewEdit(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool  { return stub("edit") }
