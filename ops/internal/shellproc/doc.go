@@ -1,0 +1,48 @@
+// Package shellproc builds the small POSIX sh scripts that the docker and ssh
+// backends use to run a command as a killable process tree (DESIGN §4).
+//
+// Neither transport can kill a tree: Docker has no exec-kill API and an SSH
+// session signal is refused or ignored by many servers. So every command runs
+// under a wrapper, started as `/bin/sh -c WRAPPER` through the transport,
+// that
+//
+//   - checks and enters the working directory (a failure is reported, not run),
+//   - starts the command as a session leader with `setsid` (in a
+//     non-interactive shell a background child is never a group leader, so
+//     setsid does not fork and $! is the new process group; busybox setsid
+//     has no -w, so the wrapper waits itself),
+//   - gives it stdin </dev/null and merges stderr into stdout at the source
+//     (2>&1), so the byte order is the order the command wrote,
+//   - exports the environment inside the child only (the wrapper's own PATH
+//     lookups are not affected by a caller's PATH),
+//   - records the process group in a per-call pid file,
+//   - waits for the child, sends a final `kill -9 -PGID` (processes the
+//     command left in its group die with it, as with the local backend), and
+//   - exits with the child's status (128+n for a signal death).
+//
+// Cancellation is a second exec or session running [KillGroupScript] (when
+// the PGID is known from the control channel) or [KillScript] (from the pid
+// file). busybox kill rejects "--", so the scripts write `kill -9 -PGID`.
+//
+// When a shim path is given (ops/shim, the pi-sandbox binary uploaded into
+// the target), the command runs under the shim instead, which also catches a
+// process that calls setsid itself (see [Spec.Shim]).
+//
+// # Control channel
+//
+// The command's stdout and stderr both go to the wrapper's stdout. The
+// wrapper's own stderr therefore carries only control lines, each starting
+// with [ControlPrefix]:
+//
+//	pi-sandbox-shellproc: pgid 1234
+//	pi-sandbox-shellproc: start chdir ENOENT
+//	pi-sandbox-shellproc: exit 0
+//
+// A start failure (missing or unusable working directory, missing shell or
+// setsid) also exits with [StartFailedCode]; [ParseControl] turns the lines
+// into a [Control], whose Start field is a *fs.PathError (Op "chdir") or
+// other error the backend wraps in an *ops.StartError. Transports that carry
+// a single stream cannot use this package.
+//
+// The scripts work in busybox sh, dash and bash.
+package shellproc

@@ -1,0 +1,215 @@
+package shellproc
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// ControlPrefix starts every line the wrapper writes to its own stderr.
+const ControlPrefix = "pi-sandbox-shellproc: "
+
+// StartFailedCode is the wrapper's exit status when the command could not be
+// started; the control channel says why. A command can exit with the same
+// code, so only a "start" control line makes it a start failure.
+const StartFailedCode = 254
+
+// Spec describes one command to wrap.
+type Spec struct {
+	// Command is the shell command string, run as `Shell -c Command`.
+	// It must not contain NUL bytes.
+	Command string
+	// Shell is the absolute path of the shell that runs Command. Zero:
+	// /bin/sh.
+	Shell string
+	// Dir is the absolute working directory. Zero: the transport's current
+	// directory is kept.
+	Dir string
+	// Env holds KEY=VALUE entries exported to the command (not to the
+	// wrapper). Keys must be shell identifiers.
+	Env []string
+	// PIDFile is the per-call file where the wrapper records the process
+	// group; its directory must exist. Zero: no file is written (cancel must
+	// then use the PGID from the control channel).
+	PIDFile string
+	// Shim is the path of the pi-sandbox shim in the target. Zero: the plain
+	// setsid wrapper. With a shim, ShimArgs builds its argument list.
+	Shim string
+	// ShimArgs returns the argv (after the shim path) that runs shell -c
+	// command under the shim. It is required when Shim is set, so that this
+	// package does not have to know the shim's protocol.
+	ShimArgs func(shell, command string) []string
+}
+
+// Script returns the wrapper script for `/bin/sh -c`.
+func Script(s Spec) (string, error) {
+	if strings.IndexByte(s.Command, 0) >= 0 {
+		return "", errors.New("shellproc: command contains a NUL byte")
+	}
+	shell := s.Shell
+	if shell == "" {
+		shell = "/bin/sh"
+	}
+	if !path.IsAbs(shell) {
+		return "", fmt.Errorf("shellproc: shell %q is not absolute", shell)
+	}
+	if s.Dir != "" && !path.IsAbs(s.Dir) {
+		return "", fmt.Errorf("shellproc: dir %q is not absolute", s.Dir)
+	}
+	if s.Shim != "" && s.ShimArgs == nil {
+		return "", errors.New("shellproc: Shim without ShimArgs")
+	}
+	var b strings.Builder
+	start := func(what string) string {
+		return "{ echo \"" + ControlPrefix + "start " + what + "\" >&2; exit " + strconv.Itoa(StartFailedCode) + "; }"
+	}
+	if s.Dir != "" {
+		// chdir's errno is not visible to sh; reconstruct it: missing (or a
+		// dangling link) is ENOENT, present but not a directory ENOTDIR, a
+		// directory we cannot enter EACCES.
+		fmt.Fprintf(&b, "d=%s\n", Quote(s.Dir))
+		b.WriteString("if [ ! -d \"$d\" ]; then if [ -e \"$d\" ]; then c=ENOTDIR; else c=ENOENT; fi; " +
+			start("chdir $c") + "; fi\n")
+		b.WriteString("cd \"$d\" 2>/dev/null || " + start("chdir EACCES") + "\n")
+	}
+	// Find setsid before the caller's PATH could hide it, without a
+	// subshell (a fork per command).
+	b.WriteString("ss=\nfor x in /usr/bin/setsid /bin/setsid /usr/sbin/setsid /sbin/setsid; do " +
+		"if [ -x \"$x\" ]; then ss=$x; break; fi; done\n")
+	b.WriteString("[ -n \"$ss\" ] || " + start("setsid ENOENT") + "\n")
+	// argv holds words already quoted for sh. The shim, when present, also
+	// runs as the session leader, so the group kill still reaches everything
+	// that did not leave the group, even if the shim itself is killed.
+	argv := []string{"\"$ss\""}
+	if s.Shim != "" {
+		fmt.Fprintf(&b, "[ -x %s ] || %s\n", Quote(s.Shim), start("shim ENOENT"))
+		argv = append(argv, Quote(s.Shim))
+		for _, a := range s.ShimArgs(shell, s.Command) {
+			argv = append(argv, Quote(a))
+		}
+	} else {
+		argv = append(argv, Quote(shell), "-c", Quote(s.Command))
+	}
+	fmt.Fprintf(&b, "[ -x %s ] || %s\n", Quote(shell), start("shell ENOENT"))
+	// The subshell keeps the exports away from the wrapper and execs the
+	// session leader, so $! is its pid, which is the new group's id.
+	b.WriteString("(")
+	for _, kv := range s.Env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || !isIdent(k) {
+			return "", fmt.Errorf("shellproc: bad environment entry %q", kv)
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return "", fmt.Errorf("shellproc: environment value of %s contains a NUL byte", k)
+		}
+		fmt.Fprintf(&b, "export %s=%s; ", k, Quote(v))
+	}
+	b.WriteString("exec " + strings.Join(argv, " "))
+	b.WriteString(" </dev/null 2>&1) &\np=$!\n")
+	if s.PIDFile != "" {
+		fmt.Fprintf(&b, "echo $p > %s\n", Quote(s.PIDFile))
+	}
+	b.WriteString("echo \"" + ControlPrefix + "pgid $p\" >&2\n")
+	b.WriteString("wait $p\ns=$?\n")
+	// Whatever the command left in its group dies with it; POSIX does not
+	// reuse a group id while a member lives, so this cannot hit a stranger.
+	b.WriteString("kill -9 -$p 2>/dev/null\n")
+	if s.PIDFile != "" {
+		fmt.Fprintf(&b, "rm -f %s\n", Quote(s.PIDFile))
+	}
+	b.WriteString("echo \"" + ControlPrefix + "exit $s\" >&2\nexit $s\n")
+	return b.String(), nil
+}
+
+// KillGroupScript returns a script that sends SIGKILL to process group pgid.
+// It always exits 0 (a group already gone is not an error).
+func KillGroupScript(pgid int) string {
+	return "kill -9 -" + strconv.Itoa(pgid) + " 2>/dev/null; exit 0"
+}
+
+// KillScript returns a script that sends SIGKILL to the process group
+// recorded in pidFile, if the file is there. The wrapper removes the file
+// when its command ends, so a late kill does nothing.
+func KillScript(pidFile string) string {
+	q := Quote(pidFile)
+	return "p=$(cat " + q + " 2>/dev/null); [ -n \"$p\" ] && kill -9 -$p 2>/dev/null; exit 0"
+}
+
+// Control is what the wrapper reported on its control channel.
+type Control struct {
+	// PGID is the command's process group, 0 if not reported (yet).
+	PGID int
+	// Start is set when the command could not start: a [*fs.PathError] with
+	// Op "chdir" and an ops.Errno, or an error naming the missing program.
+	Start error
+	// Exit is the command's exit status; HaveExit says it was reported.
+	Exit     int
+	HaveExit bool
+}
+
+// ParseControl parses the wrapper's stderr. dir is the Spec's Dir, used as
+// the path of a chdir failure. Lines without the prefix are ignored.
+func ParseControl(stderr []byte, dir string) Control {
+	var c Control
+	sc := bufio.NewScanner(bytes.NewReader(stderr))
+	for sc.Scan() {
+		c.ParseLine(sc.Text(), dir)
+	}
+	return c
+}
+
+// ParseLine applies one control line (without its newline) to c.
+func (c *Control) ParseLine(line, dir string) {
+	rest, ok := strings.CutPrefix(line, ControlPrefix)
+	if !ok {
+		return
+	}
+	word, arg, _ := strings.Cut(rest, " ")
+	switch word {
+	case "pgid":
+		if n, err := strconv.Atoi(arg); err == nil {
+			c.PGID = n
+		}
+	case "exit":
+		if n, err := strconv.Atoi(arg); err == nil {
+			c.Exit, c.HaveExit = n, true
+		}
+	case "start":
+		what, code, _ := strings.Cut(arg, " ")
+		switch what {
+		case "chdir":
+			c.Start = ops.PathError("chdir", dir, ops.Errno(code))
+		default:
+			c.Start = fmt.Errorf("shellproc: %s not found in the target", what)
+		}
+	}
+}
+
+// Quote quotes s for a POSIX shell.
+func Quote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
+			strings.ContainsRune("/._-+=:,@%", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+func isIdent(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || i > 0 && r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
