@@ -87,7 +87,7 @@ func (s *Script) Stream(ctx context.Context, req *Request, emit func(*StreamEven
 	for i, p := range m.Content {
 		kind := map[string]string{"text": "text_end", "thinking": "thinking_end", "toolCall": "toolcall_end"}[p.Type]
 		idx := i
-		emit(&StreamEvent{Type: kind, ContentIndex: &idx, Partial: &AssistantMessage{Content: m.Content[:i+1:i+1], StopReason: m.StopReason}})
+		emit(&StreamEvent{Type: kind, ContentIndex: &idx, Partial: &AssistantMessage{Content: m.Content[: i+1 : i+1], StopReason: m.StopReason}})
 	}
 	return m, nil
 }
