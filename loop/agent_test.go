@@ -67,7 +67,10 @@ func TestRunScriptRunsOut(t *testing.T) {
 func TestRunErrorStops(t *testing.T) {
 	var ran bool
 	echo := looptest.Echo()
-	echo.Fn = func(context.Context, string, map[string]any, loop.UpdateFunc) (*loop.Result, error) { ran = true; return nil, nil }
+	echo.Fn = func(context.Context, string, map[string]any, loop.UpdateFunc) (*loop.Result, error) {
+		ran = true
+		return nil, nil
+	}
 	l := newLoop(t, []loop.Tool{echo})
 	s := script(t, `{"content":[{"type":"toolCall","id":"c1","name":"echo","arguments":{"text":"x"}}],"stopReason":"error","errorMessage":"overloaded"}`)
 	rec := &recorder{}
