@@ -1,0 +1,212 @@
+package search
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// The shim protocol. The client runs
+//
+//	<shim> __shim grep '<GrepQuery JSON>'
+//	<shim> __shim find '<FindQuery JSON>'
+//
+// and the shim writes one JSON object per line on stdout: a result
+// (GrepEvent JSON, or {"rel":"…"} for find), and finally one status line
+// {"status":"ok"} or {"status":"error",…} (see shimStatus). Text bytes travel
+// as base64 (GrepEvent.Text is []byte); paths travel as JSON strings.
+
+type shimStatus struct {
+	Status     string `json:"status"` // "ok" or "error"
+	Error      string `json:"error,omitempty"`
+	BadPattern bool   `json:"badPattern,omitempty"`
+	Errno      string `json:"errno,omitempty"` // with Op and Path: a *fs.PathError
+	Op         string `json:"op,omitempty"`
+	ErrPath    string `json:"errPath,omitempty"`
+}
+
+// shimLine is the union of what a line can hold.
+type shimLine struct {
+	shimStatus
+	ops.GrepEvent
+	Rel *string `json:"rel"`
+}
+
+func statusOf(err error) shimStatus {
+	if err == nil {
+		return shimStatus{Status: "ok"}
+	}
+	st := shimStatus{Status: "error", Error: err.Error()}
+	var pe *PatternError
+	if errors.As(err, &pe) {
+		st.BadPattern, st.Error = true, pe.Detail
+	} else if errors.Is(err, ops.ErrBadPattern) {
+		st.BadPattern = true
+	}
+	var pathErr *fs.PathError
+	if errors.As(err, &pathErr) {
+		if code := ops.ErrnoOf(pathErr.Err); code != "" {
+			st.Errno, st.Op, st.ErrPath = string(code), pathErr.Op, pathErr.Path
+		}
+	}
+	return st
+}
+
+func (st *shimStatus) err() error {
+	switch {
+	case st.Status == "ok":
+		return nil
+	case st.BadPattern && strings.HasPrefix(st.Error, "search: "):
+		return fmt.Errorf("%s (%w)", st.Error, ops.ErrBadPattern)
+	case st.BadPattern:
+		return &PatternError{Detail: st.Error}
+	case st.Errno != "":
+		return ops.PathError(st.Op, st.ErrPath, ops.Errno(st.Errno))
+	}
+	return errors.New(st.Error)
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping or a newline.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// shimQuery reads the query from args[0], or from stdin when args is empty.
+func shimQuery(args []string, stdin io.Reader, v any) error {
+	var data []byte
+	if len(args) > 0 {
+		data = []byte(args[0])
+	} else {
+		var err error
+		if data, err = io.ReadAll(stdin); err != nil {
+			return err
+		}
+	}
+	return json.Unmarshal(data, v)
+}
+
+func shimRun(stdout io.Writer, run func(emit func(v any) error) error) int {
+	bw := bufio.NewWriterSize(stdout, 32<<10)
+	emit := func(v any) error {
+		b, err := marshalNoEscape(v)
+		if err != nil {
+			return err
+		}
+		b = append(b, '\n')
+		_, err = bw.Write(b)
+		return err
+	}
+	err := run(emit)
+	code := 0
+	if err != nil {
+		code = 2
+	}
+	if werr := emit(statusOf(err)); werr != nil {
+		return 2
+	}
+	if bw.Flush() != nil {
+		return 2
+	}
+	return code
+}
+
+// ShimGrep is the shim's "grep" mode: it reads a GrepQuery (args[0], or stdin
+// when args is empty), runs the engine over the local file system and writes
+// the events as JSON lines, then a status line. It returns the exit code:
+// 0 on success, 2 on error.
+func ShimGrep(args []string, stdin io.Reader, stdout io.Writer) int {
+	return shimRun(stdout, func(emit func(any) error) error {
+		var q ops.GrepQuery
+		if err := shimQuery(args, stdin, &q); err != nil {
+			return fmt.Errorf("search: shim grep: bad query: %w", err)
+		}
+		return GrepFS(context.Background(), osFS{}, &q, func(ev ops.GrepEvent) error { return emit(ev) })
+	})
+}
+
+// ShimFind is the shim's "find" mode, the counterpart of ShimGrep for a
+// FindQuery; each result is {"rel":"…"}.
+func ShimFind(args []string, stdin io.Reader, stdout io.Writer) int {
+	return shimRun(stdout, func(emit func(any) error) error {
+		var q ops.FindQuery
+		if err := shimQuery(args, stdin, &q); err != nil {
+			return fmt.Errorf("search: shim find: bad query: %w", err)
+		}
+		return FindFS(context.Background(), osFS{}, &q, func(rel string) error {
+			return emit(struct {
+				Rel string `json:"rel"`
+			}{rel})
+		})
+	})
+}
+
+// viaShim runs one shim mode in the target and feeds each result line to
+// handle. A failing handle stops the remote process.
+func viaShim(ctx context.Context, r ops.Runner, shimPath, mode string, q any, handle func(l *shimLine) error) error {
+	qj, err := marshalNoEscape(q)
+	if err != nil {
+		return err
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var status *shimStatus
+	var other []string
+	w := &lineWriter{cancel: cancel}
+	w.handle = func(line []byte) error {
+		var l shimLine
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &l) != nil {
+			other = append(other, string(line))
+			return nil
+		}
+		if l.Status != "" {
+			st := l.shimStatus
+			status = &st
+			return nil
+		}
+		return handle(&l)
+	}
+	cmd := shellQuote(shimPath) + " __shim " + mode + " " + shellQuote(string(qj))
+	runErr := r.Run(runCtx, &ops.Cmd{Command: cmd, Dir: "/", Output: w})
+	w.flush()
+	if w.err != nil {
+		return w.err
+	}
+	if status != nil {
+		return status.err()
+	}
+	if runErr != nil {
+		return fmt.Errorf("search: shim %s: %w: %s", mode, runErr, strings.TrimSpace(strings.Join(other, "\n")))
+	}
+	return fmt.Errorf("search: shim %s: no status line", mode)
+}
+
+// GrepViaShim runs the query with the shim at shimPath in the target.
+func GrepViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
+	return viaShim(ctx, r, shimPath, "grep", q, func(l *shimLine) error {
+		return fn(l.GrepEvent)
+	})
+}
+
+// FindViaShim runs the query with the shim at shimPath in the target.
+func FindViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.FindQuery, fn func(rel string) error) error {
+	return viaShim(ctx, r, shimPath, "find", q, func(l *shimLine) error {
+		if l.Rel == nil {
+			return nil
+		}
+		return fn(*l.Rel)
+	})
+}
