@@ -24,7 +24,6 @@ func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) 
 }
 
 func NewRead(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("read") }
-func NewEdit(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool  { return stub("edit") }
 func NewWrite(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool { return stub("write") }
 func NewGrep(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("grep") }
 func NewFind(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("find") }
