@@ -94,11 +94,11 @@ func compileFindPattern(pattern, root string) (func(abs, rel string) bool, error
 	}
 	src, err := globRegexp(glob, fold)
 	if err != nil {
-		return nil, fmt.Errorf("search: find: %w: %w", ops.ErrBadPattern, err)
+		return nil, err
 	}
 	re, err := regexp.Compile(src)
 	if err != nil {
-		return nil, fmt.Errorf("search: find: %w: %w", ops.ErrBadPattern, err)
+		return nil, &GlobError{Glob: glob, Detail: err.Error()}
 	}
 	if full {
 		return func(abs, rel string) bool { return re.MatchString(abs) }, nil

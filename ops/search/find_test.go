@@ -128,7 +128,11 @@ func TestFindErrors(t *testing.T) {
 		t.Errorf("file: %v", err)
 	}
 	_, err = collectFind(t, engineFind, ops.FindQuery{Pattern: "[a", Path: root})
-	if !errors.Is(err, ops.ErrBadPattern) {
+	if !errors.Is(err, ops.ErrBadPattern) || err.Error() != "error parsing glob '[a': unclosed character class; missing ']'" {
+		t.Errorf("bad glob: %v", err)
+	}
+	_, err = collectFind(t, engineFind, ops.FindQuery{Pattern: "{a", Path: root})
+	if err == nil || err.Error() != "error parsing glob '{a': unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)" {
 		t.Errorf("bad glob: %v", err)
 	}
 }

@@ -7,6 +7,19 @@ import (
 	"unicode/utf8"
 )
 
+// GlobError is an invalid glob (a find pattern or a grep --glob). Its text
+// is globset's, as fd and ripgrep print it after their own prefix:
+// "error parsing glob '<glob>': <detail>".
+type GlobError struct {
+	Glob   string
+	Detail string
+}
+
+func (e *GlobError) Error() string { return "error parsing glob '" + e.Glob + "': " + e.Detail }
+
+// Unwrap makes errors.Is(err, ops.ErrBadPattern) hold.
+func (e *GlobError) Unwrap() error { return errBadPattern }
+
 // globRegexp translates a glob to an anchored regular expression with the
 // semantics of Rust's globset as ripgrep and fd configure it
 // (literal_separator and backslash escapes): "*" and "?" never match "/",
@@ -28,7 +41,7 @@ func globRegexp(glob string, foldCase bool) (string, error) {
 		switch c {
 		case '{':
 			if inAlt {
-				return "", fmt.Errorf("nested alternates in glob %q", glob)
+				return "", &GlobError{Glob: glob, Detail: "nested alternate groups are not allowed"}
 			}
 			inAlt = true
 			b.WriteString("(?:")
@@ -84,15 +97,15 @@ func globRegexp(glob string, foldCase bool) (string, error) {
 			b.WriteString("[^/]")
 			i++
 		case '[':
-			n, cls, err := globClass(glob[i:])
-			if err != nil {
-				return "", err
+			n, cls, detail := globClass(glob[i:])
+			if detail != "" {
+				return "", &GlobError{Glob: glob, Detail: detail}
 			}
 			b.WriteString(cls)
 			i += n
 		case '\\':
 			if i+1 == len(glob) {
-				return "", fmt.Errorf("dangling '\\' in glob %q", glob)
+				return "", &GlobError{Glob: glob, Detail: "dangling '\\'"}
 			}
 			r, w := utf8.DecodeRuneInString(glob[i+1:])
 			b.WriteString(regexp.QuoteMeta(string(r)))
@@ -104,7 +117,7 @@ func globRegexp(glob string, foldCase bool) (string, error) {
 		}
 	}
 	if inAlt {
-		return "", fmt.Errorf("unclosed alternate group in glob %q", glob)
+		return "", &GlobError{Glob: glob, Detail: "unclosed alternate group; missing '}' (maybe escape '{' with '[{]'?)"}
 	}
 	b.WriteString("$")
 	return b.String(), nil
@@ -113,7 +126,7 @@ func globRegexp(glob string, foldCase bool) (string, error) {
 // globClass translates the class starting at s[0] == '['. It returns the
 // number of bytes consumed. Every member is written as \x{...}, so no
 // character needs class-specific escaping.
-func globClass(s string) (int, string, error) {
+func globClass(s string) (int, string, string) {
 	var b strings.Builder
 	b.WriteString("[")
 	i := 1
@@ -125,7 +138,7 @@ func globClass(s string) (int, string, error) {
 	for i < len(s) {
 		if s[i] == ']' && !first {
 			b.WriteString("]")
-			return i + 1, b.String(), nil
+			return i + 1, b.String(), ""
 		}
 		first = false
 		lo, w := classRune(s[i:])
@@ -134,14 +147,14 @@ func globClass(s string) (int, string, error) {
 			hi, w2 := classRune(s[i+1:])
 			i += 1 + w2
 			if hi < lo {
-				return 0, "", fmt.Errorf("invalid range %c-%c in glob %q", lo, hi, s)
+				return 0, "", fmt.Sprintf("invalid range; '%c' > '%c'", lo, hi)
 			}
 			fmt.Fprintf(&b, `\x{%x}-\x{%x}`, lo, hi)
 			continue
 		}
 		fmt.Fprintf(&b, `\x{%x}`, lo)
 	}
-	return 0, "", fmt.Errorf("unclosed character class in glob %q", s)
+	return 0, "", "unclosed character class; missing ']'"
 }
 
 func classRune(s string) (rune, int) {

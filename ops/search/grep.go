@@ -63,7 +63,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 		var over *overrides
 		if q.Glob != "" {
 			if over, err = newOverrides(root, q.Glob); err != nil {
-				return fmt.Errorf("search: glob %q: %w: %w", q.Glob, errBadPattern, err)
+				return err
 			}
 		}
 		w := &walker{fsys: fsys, root: root, customName: ".rgignore", requireGit: true, over: over}

@@ -41,6 +41,7 @@ type ruleSet struct {
 // without "/" matches the base name at any depth, and "x/**" matches only
 // what is inside x. ok is false for blank lines and comments.
 func parseRule(line string) (r rule, ok bool, err error) {
+	orig := line
 	if strings.HasPrefix(line, "#") {
 		return rule{}, false, nil
 	}
@@ -77,11 +78,14 @@ func parseRule(line string) (r rule, ok bool, err error) {
 	}
 	src, err := globRegexp(line, false)
 	if err != nil {
+		if ge, ok := err.(*GlobError); ok {
+			ge.Glob = orig // report the line as written
+		}
 		return rule{}, false, err
 	}
 	r.re, err = regexp.Compile(src)
 	if err != nil {
-		return rule{}, false, err
+		return rule{}, false, &GlobError{Glob: orig, Detail: err.Error()}
 	}
 	return r, true, nil
 }

@@ -67,7 +67,7 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 	}
 	if q.Glob != "" {
 		if _, err := newOverrides("/", q.Glob); err != nil {
-			return fmt.Errorf("search: glob %q: %w: %w", q.Glob, errBadPattern, err)
+			return err
 		}
 	}
 	root, ok := cleanAbs(q.Path)

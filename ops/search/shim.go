@@ -27,7 +27,8 @@ import (
 type shimStatus struct {
 	Status     string `json:"status"` // "ok" or "error"
 	Error      string `json:"error,omitempty"`
-	BadPattern bool   `json:"badPattern,omitempty"`
+	BadPattern string `json:"badPattern,omitempty"` // "regex" or "glob"
+	Glob       string `json:"glob,omitempty"`
 	Errno      string `json:"errno,omitempty"` // with Op and Path: a *fs.PathError
 	Op         string `json:"op,omitempty"`
 	ErrPath    string `json:"errPath,omitempty"`
@@ -46,10 +47,11 @@ func statusOf(err error) shimStatus {
 	}
 	st := shimStatus{Status: "error", Error: err.Error()}
 	var pe *PatternError
+	var ge *GlobError
 	if errors.As(err, &pe) {
-		st.BadPattern, st.Error = true, pe.Detail
-	} else if errors.Is(err, ops.ErrBadPattern) {
-		st.BadPattern = true
+		st.BadPattern, st.Error = "regex", pe.Detail
+	} else if errors.As(err, &ge) {
+		st.BadPattern, st.Glob, st.Error = "glob", ge.Glob, ge.Detail
 	}
 	var pathErr *fs.PathError
 	if errors.As(err, &pathErr) {
@@ -64,10 +66,10 @@ func (st *shimStatus) err() error {
 	switch {
 	case st.Status == "ok":
 		return nil
-	case st.BadPattern && strings.HasPrefix(st.Error, "search: "):
-		return fmt.Errorf("%s (%w)", st.Error, ops.ErrBadPattern)
-	case st.BadPattern:
+	case st.BadPattern == "regex":
 		return &PatternError{Detail: st.Error}
+	case st.BadPattern == "glob":
+		return &GlobError{Glob: st.Glob, Detail: st.Error}
 	case st.Errno != "":
 		return ops.PathError(st.Op, st.ErrPath, ops.Errno(st.Errno))
 	}
