@@ -45,6 +45,12 @@ type Spec struct {
 	// command under the shim. It is required when Shim is set, so that this
 	// package does not have to know the shim's protocol.
 	ShimArgs func(shell, command string) []string
+	// Probe is an optional sh snippet that sets the variable pv; it runs
+	// in the wrapper just before the command starts and again after it
+	// ends, reported as "probe-before PV" and "probe-after PV" control lines
+	// (the docker backend reads the cgroup's oom_kill counter this way). It
+	// should not fork: it runs twice per command.
+	Probe string
 }
 
 // Script returns the wrapper script for `/bin/sh -c`.
@@ -99,6 +105,9 @@ func Script(s Spec) (string, error) {
 	fmt.Fprintf(&b, "[ -x %s ] || %s\n", Quote(shell), start("shell ENOENT"))
 	// The subshell keeps the exports away from the wrapper and execs the
 	// session leader, so $! is its pid, which is the new group's id.
+	if s.Probe != "" {
+		b.WriteString("pv=\n" + s.Probe + "\necho \"" + ControlPrefix + "probe-before $pv\" >&2\n")
+	}
 	b.WriteString("(")
 	for _, kv := range s.Env {
 		k, v, ok := strings.Cut(kv, "=")
@@ -120,6 +129,9 @@ func Script(s Spec) (string, error) {
 	// Whatever the command left in its group dies with it; POSIX does not
 	// reuse a group id while a member lives, so this cannot hit a stranger.
 	b.WriteString("kill -9 -$p 2>/dev/null\n")
+	if s.Probe != "" {
+		b.WriteString("pv=\n" + s.Probe + "\necho \"" + ControlPrefix + "probe-after $pv\" >&2\n")
+	}
 	if s.PIDFile != "" {
 		fmt.Fprintf(&b, "rm -f %s\n", Quote(s.PIDFile))
 	}
@@ -151,6 +163,8 @@ type Control struct {
 	// Exit is the command's exit status; HaveExit says it was reported.
 	Exit     int
 	HaveExit bool
+	// ProbeBefore and ProbeAfter are the values Spec.Probe reported.
+	ProbeBefore, ProbeAfter string
 }
 
 // ParseControl parses the wrapper's stderr. dir is the Spec's Dir, used as
@@ -180,6 +194,10 @@ func (c *Control) ParseLine(line, dir string) {
 		if n, err := strconv.Atoi(arg); err == nil {
 			c.Exit, c.HaveExit = n, true
 		}
+	case "probe-before":
+		c.ProbeBefore = arg
+	case "probe-after":
+		c.ProbeAfter = arg
 	case "start":
 		what, code, _ := strings.Cut(arg, " ")
 		switch what {

@@ -143,6 +143,18 @@ func TestScript(t *testing.T) {
 					t.Fatalf("out %q code %d stderr %q", r.out, r.code, r.stderr)
 				}
 			})
+			t.Run("Probe", func(t *testing.T) {
+				f := filepath.Join(t.TempDir(), "counter")
+				os.WriteFile(f, []byte("a 1\nn 5\n"), 0o644)
+				r := run(t, sh, Spec{
+					Command: "echo 'n 6' > " + Quote(f),
+					Shell:   sh,
+					Probe:   `while read k v; do [ "$k" = n ] && pv=$v; done < ` + Quote(f),
+				})
+				if r.ctl.ProbeBefore != "5" || r.ctl.ProbeAfter != "6" {
+					t.Fatalf("probe %q %q, stderr %q", r.ctl.ProbeBefore, r.ctl.ProbeAfter, r.stderr)
+				}
+			})
 			t.Run("StdinClosed", func(t *testing.T) {
 				r := run(t, sh, Spec{Command: "cat; echo end", Shell: sh})
 				if r.out != "end\n" {
