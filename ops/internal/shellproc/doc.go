@@ -25,10 +25,8 @@
 // file). busybox kill rejects "--", so the scripts write `kill -9 -PGID`.
 //
 // When a shim path is given (ops/shim, the pi-sandbox binary uploaded into
-// the target), the session leader is `SHIM __shim run --pidfile F -- SHELL -c
-// COMMAND` instead, which also catches a process that calls setsid itself
-// (see [Spec.Shim]); [KillScript] then asks the shim to sweep before the
-// group kill. The shim's "pi-sandbox-shim: start: ..." line is parsed too.
+// the target), the command runs under the shim instead, which also catches a
+// process that calls setsid itself (see [Spec.Shim]).
 //
 // # Control channel
 //

@@ -173,7 +173,7 @@ func TestScript(t *testing.T) {
 			})
 			t.Run("KillScript", func(t *testing.T) {
 				pidFile := filepath.Join(t.TempDir(), "pid")
-				testKill(t, sh, pidFile, func(pgid int) string { return KillScript(pidFile, "") })
+				testKill(t, sh, pidFile, func(pgid int) string { return KillScript(pidFile) })
 				if _, err := os.Stat(pidFile); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("pid file left behind: %v", err)
 				}
@@ -273,6 +273,7 @@ func TestScriptRejects(t *testing.T) {
 		{Command: "x", Dir: "rel"},
 		{Command: "x", Env: []string{"1A=b"}},
 		{Command: "x", Env: []string{"NOEQUALS"}},
+		{Command: "x", Shim: "/s"},
 	} {
 		if _, err := Script(s); err == nil {
 			t.Errorf("Script(%+v): no error", s)
