@@ -23,8 +23,5 @@ func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) 
 	return nil, errors.New("tools: " + string(s) + " is not implemented yet")
 }
 
-func NewRead(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("read") }
 func NewWrite(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool { return stub("write") }
-func NewGrep(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("grep") }
-func NewFind(fsys ops.FS, info ops.Info) loop.Tool                    { return stub("find") }
 func NewLs(fsys ops.FS, info ops.Info) loop.Tool                      { return stub("ls") }

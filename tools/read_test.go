@@ -1,0 +1,147 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"image"
+	"image/color"
+	"image/png"
+	"strings"
+	"testing"
+
+	"golang.org/x/image/bmp"
+)
+
+func TestReadGolden(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *testEnv) {
+		e.put("empty.txt", nil)
+		e.put("ab.txt", []byte("a\nb\n"))
+		e.put("abc.txt", []byte("a\nb\nc"))
+		e.put("2500.txt", []byte(lines("Line ", 2500)))
+		e.put("long.txt", []byte(strings.Repeat("x", 60000)+"\nshort\n"))
+		e.put("second.txt", []byte("first\n"+strings.Repeat("y", 51201)))
+		e.put("wide.txt", []byte(strings.Repeat(strings.Repeat("w", 99)+"\n", 1000)))
+		e.put("bad.txt", []byte("a\xffb\xe2\x82\r\n\xef\xbb\xbfz"))
+		e.put("fake.png", []byte("just text\n"))
+		e.put("dir/x.txt", []byte("in dir"))
+		e.put("sp ace.txt", []byte("space"))
+		read := NewRead(e.b, e.b.Info())
+		ctx := context.Background()
+		tests := []struct {
+			args, text, err string
+			details         bool
+		}{
+			{args: `{"path":"empty.txt"}`, text: ""},
+			{args: `{"path":"ab.txt"}`, text: "a\nb\n"},
+			{args: `{"path":"ab.txt","limit":1}`, text: "a\n\n[2 more lines in file. Use offset=2 to continue.]"},
+			{args: `{"path":"abc.txt","limit":0}`, text: "\n\n[3 more lines in file. Use offset=1 to continue.]"},
+			{args: `{"path":"ab.txt","offset":3}`, text: ""},
+			{args: `{"path":"ab.txt","offset":0,"limit":2}`, text: "a\nb\n\n[1 more lines in file. Use offset=3 to continue.]"},
+			{args: `{"path":"ab.txt","offset":2,"limit":5}`, text: "b\n"},
+			{args: `{"path":"abc.txt","limit":-1}`, text: "a\nb\n\n[4 more lines in file. Use offset=0 to continue.]"}, // pi: slice(0,-1), remaining total-(-1)
+			{args: `{"path":"empty.txt","offset":2}`, err: "Offset 2 is beyond end of file (1 lines total)"},
+			{args: `{"path":"ab.txt","offset":4}`, err: "Offset 4 is beyond end of file (3 lines total)"},
+			{args: `{"path":"2500.txt"}`, text: lines("Line ", 2000) + "\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]", details: true},
+			{args: `{"path":"2500.txt","offset":2001}`, text: strings.TrimPrefix(lines("Line ", 2500), lines("Line ", 2000)+"\n")},
+			{args: `{"path":"2500.txt","offset":10,"limit":2}`, text: "Line 10\nLine 11\n\n[2489 more lines in file. Use offset=12 to continue.]"},
+			{args: `{"path":"long.txt"}`, text: "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' long.txt | head -c 51200]", details: true},
+			{args: `{"path":"long.txt","offset":2}`, text: "short\n"},
+			{args: `{"path":"second.txt","offset":2}`, text: "[Line 2 is 50.0KB, exceeds 50.0KB limit. Use bash: sed -n '2p' second.txt | head -c 51200]", details: true},
+			{args: `{"path":"second.txt"}`, text: "first\n\n[Showing lines 1-1 of 2 (50.0KB limit). Use offset=2 to continue.]", details: true},
+			{args: `{"path":"wide.txt"}`, text: strings.TrimSuffix(strings.Repeat(strings.Repeat("w", 99)+"\n", 512), "\n") + "\n\n[Showing lines 1-512 of 1001 (50.0KB limit). Use offset=513 to continue.]", details: true},
+			{args: `{"path":"bad.txt"}`, text: "a\uFFFDb\uFFFD\r\n\uFEFFz"},
+			{args: `{"path":"fake.png"}`, text: "just text\n"},
+			{args: `{"path":"@dir/x.txt"}`, text: "in dir"},
+			{args: `{"path":"sp\u00A0ace.txt"}`, text: "space"},
+			{args: `{"path":"nope.txt"}`, err: "ENOENT: no such file or directory, access '" + e.wd + "/nope.txt'"},
+			{args: `{"path":"dir"}`, err: "EISDIR: illegal operation on a directory, read"},
+			{args: `{"path":"ab.txt/x"}`, err: "ENOTDIR: not a directory, access '" + e.wd + "/ab.txt/x'"},
+		}
+		for _, tt := range tests {
+			text, details, errText, _ := call(t, ctx, read, tt.args)
+			if errText != tt.err || text != tt.text || (details != "") != tt.details {
+				t.Errorf("read %s:\n text %q\n err  %q\n details %s\nwant text %q\n err  %q", tt.args,
+					trunc(text), errText, trunc(details), trunc(tt.text), tt.err)
+			}
+		}
+
+		_, details, _, _ := call(t, ctx, read, `{"path":"2500.txt"}`)
+		wantDetails := `"truncated":true,"truncatedBy":"lines","totalLines":2500,"totalBytes":` + itoa(len(lines("Line ", 2500))) +
+			`,"outputLines":2000,"outputBytes":` + itoa(len(lines("Line ", 2000))) +
+			`,"lastLinePartial":false,"firstLineExceedsLimit":false,"maxLines":2000,"maxBytes":51200}}`
+		if !strings.HasPrefix(details, `{"truncation":{"content":"Line 1\nLine 2`) || !strings.HasSuffix(details, wantDetails) {
+			t.Errorf("2500 details: %s", trunc(details))
+		}
+		_, details, _, _ = call(t, ctx, read, `{"path":"long.txt"}`)
+		if details != `{"truncation":{"content":"","truncated":true,"truncatedBy":"bytes","totalLines":2,"totalBytes":60007,"outputLines":0,"outputBytes":0,"lastLinePartial":false,"firstLineExceedsLimit":true,"maxLines":2000,"maxBytes":51200}}` {
+			t.Errorf("long details: %s", details)
+		}
+
+		actx, cancel := context.WithCancel(ctx)
+		cancel()
+		if _, _, errText, _ := call(t, actx, read, `{"path":"ab.txt"}`); errText != "Operation aborted" {
+			t.Errorf("aborted: %q", errText)
+		}
+	})
+}
+
+func trunc(s string) string {
+	if len(s) > 300 {
+		return s[:150] + "…" + s[len(s)-150:]
+	}
+	return s
+}
+
+func TestReadImages(t *testing.T) {
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	img.Set(1, 1, color.RGBA{255, 0, 0, 255})
+	var pngBuf, bmpBuf bytes.Buffer
+	if err := png.Encode(&pngBuf, img); err != nil {
+		t.Fatal(err)
+	}
+	if err := bmp.Encode(&bmpBuf, img); err != nil {
+		t.Fatal(err)
+	}
+	forEachBackend(t, func(t *testing.T, e *testEnv) {
+		e.put("a.png", pngBuf.Bytes())
+		e.put("pic.bmp", bmpBuf.Bytes())
+		e.put("gif", []byte("GIF89a\x01\x00\x01\x00rest"))
+		e.put("jpg", []byte("\xff\xd8\xff\xe0rest"))
+		e.put("jls", []byte("\xff\xd8\xff\xf7rest"))
+		e.put("webp", []byte("RIFF\x10\x00\x00\x00WEBPVP8 "))
+		e.put("bm.txt", []byte("BM is not a bitmap header, just text"))
+		e.put("broken.bmp", append([]byte("BM"), append(make([]byte, 12), 40, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)...))
+		read := NewRead(e.b, e.b.Info())
+		ctx := context.Background()
+
+		text, _, errText, res := call(t, ctx, read, `{"path":"a.png"}`)
+		if errText != "" || text != "Read image file [image/png]" || len(res.Content) != 2 ||
+			res.Content[1].Type != "image" || res.Content[1].MimeType != "image/png" ||
+			res.Content[1].Data != base64.StdEncoding.EncodeToString(pngBuf.Bytes()) {
+			t.Errorf("png: %q %q %+v", text, errText, res)
+		}
+		text, _, _, res = call(t, ctx, read, `{"path":"pic.bmp"}`)
+		if text != "Read image file [image/png]\n[Image converted from image/bmp to image/png.]" || len(res.Content) != 2 || res.Content[1].MimeType != "image/png" {
+			t.Fatalf("bmp: %q", text)
+		}
+		raw, _ := base64.StdEncoding.DecodeString(res.Content[1].Data)
+		if got, err := png.Decode(bytes.NewReader(raw)); err != nil || got.Bounds() != img.Bounds() {
+			t.Errorf("bmp not converted to a valid png: %v", err)
+		}
+		for name, mime := range map[string]string{"gif": "image/gif", "jpg": "image/jpeg", "webp": "image/webp"} {
+			if text, _, _, _ := call(t, ctx, read, `{"path":"`+name+`"}`); text != "Read image file ["+mime+"]" {
+				t.Errorf("%s: %q", name, text)
+			}
+		}
+		for _, name := range []string{"jls", "bm.txt"} {
+			if text, _, _, res := call(t, ctx, read, `{"path":"`+name+`"}`); len(res.Content) != 1 || strings.HasPrefix(text, "Read image") {
+				t.Errorf("%s read as image: %q", name, text)
+			}
+		}
+		if text, _, _, res := call(t, ctx, read, `{"path":"broken.bmp"}`); len(res.Content) != 1 ||
+			text != "Read image file [image/bmp]\n[Image omitted: could not be converted to a supported inline image format.]" {
+			t.Errorf("broken bmp: %q", text)
+		}
+	})
+}
