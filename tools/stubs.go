@@ -23,5 +23,4 @@ func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) 
 	return nil, errors.New("tools: " + string(s) + " is not implemented yet")
 }
 
-func NewWrite(fsys ops.FS, info ops.Info, q *MutationQueue) loop.Tool { return stub("write") }
 func NewLs(fsys ops.FS, info ops.Info) loop.Tool                      { return stub("ls") }
