@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/sandbox"
+)
+
+// cmdFlags is a command's flag set: the backend flags every command shares
+// (DESIGN §8, parsed in this one place) plus the command's own.
+type cmdFlags struct {
+	*flag.FlagSet
+	cfg  sandbox.Config
+	name string
+	io   stdio
+}
+
+// newFlags makes the flag set of command name; usage is the synopsis after
+// "pi-sandbox NAME".
+func newFlags(name, usage string, io stdio) *cmdFlags {
+	f := &cmdFlags{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), name: name, io: io}
+	f.SetOutput(io.err)
+	f.Usage = func() {
+		fmt.Fprintf(io.err, "usage: pi-sandbox %s %s\n\nflags:\n", name, usage)
+		f.PrintDefaults()
+	}
+	f.cfg.RegisterFlags(f.FlagSet)
+	return f
+}
+
+// parse parses args. When ok is false the command must return code: 0 for
+// -h, 2 for a usage error (already reported).
+func (f *cmdFlags) parse(args []string) (rest []string, code int, ok bool) {
+	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, 0, false
+		}
+		return nil, 2, false
+	}
+	if err := f.cfg.Validate(); err != nil {
+		fmt.Fprintf(f.io.err, "pi-sandbox %s: %v\n", f.name, err)
+		return nil, 2, false
+	}
+	return f.Args(), 0, true
+}
+
+// usageError reports a usage error and returns exit code 2.
+func (f *cmdFlags) usageError(format string, a ...any) int {
+	fmt.Fprintf(f.io.err, "pi-sandbox %s: %s\n", f.name, fmt.Sprintf(format, a...))
+	f.Usage()
+	return 2
+}
+
+// session is an open backend's tools and the loop options it needs
+// (policy hooks, once the sandbox layer provides them).
+type session struct {
+	tools []loop.Tool
+	opts  []loop.Option
+	close func() error
+}
+
+// openSession opens the configured backend. Tests replace it to run the
+// commands on test tools without a backend.
+var openSession = func(ctx context.Context, cfg sandbox.Config) (*session, error) {
+	sb, err := sandbox.Open(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &session{tools: sb.Tools, close: sb.Close}, nil
+}
+
+// openLoop opens the backend and makes the loop; on failure it reports the
+// error and returns exit code 1.
+func openLoop(ctx context.Context, name string, cfg sandbox.Config, io stdio, extra ...loop.Option) (*loop.Loop, func(), int) {
+	s, err := openSession(ctx, cfg)
+	if err != nil {
+		fmt.Fprintf(io.err, "pi-sandbox %s: %v\n", name, err)
+		return nil, nil, 1
+	}
+	l, err := loop.New(s.tools, append(append([]loop.Option{}, s.opts...), extra...)...)
+	if err != nil {
+		s.close()
+		fmt.Fprintf(io.err, "pi-sandbox %s: %v\n", name, err)
+		return nil, nil, 1
+	}
+	return l, func() {
+		if err := s.close(); err != nil {
+			fmt.Fprintf(io.err, "pi-sandbox %s: close: %v\n", name, err)
+		}
+	}, 0
+}
