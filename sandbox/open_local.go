@@ -2,12 +2,13 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
 )
 
-// openLocal is replaced when the local backend lands.
+// openLocal opens the local backend in cfg.WorkDir (default: the current
+// directory).
 func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
-	return nil, errors.New("sandbox: the local backend is not implemented yet")
+	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir})
 }

@@ -1,0 +1,299 @@
+//go:build unix
+
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Timings of the stop sequence. They bound how long Run waits after it has
+// decided to stop; they are not grace periods for the command.
+const (
+	// shimStopWait is how long the shim gets to kill the tree after a kill
+	// request before the group is killed over its head.
+	shimStopWait = 5 * time.Second
+	// drainWait is how long the pipe may stay open after the final kill (a
+	// process outside the group still holding it) before Run stops reading.
+	drainWait = 200 * time.Millisecond
+)
+
+type stopReason int
+
+const (
+	stopNone stopReason = iota
+	stopCanceled
+	stopTimeout
+	stopSink
+)
+
+// Run runs c.Command with the backend's shell. See ops.Runner.
+func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("local: %w", ops.Canceled(ctx))
+	}
+	dir := c.Dir
+	if dir == "" {
+		dir = b.info.WorkDir
+	}
+	var cmd *exec.Cmd
+	if b.shim != "" {
+		cmd = exec.Command(b.shim, "__shim", "run", "--", b.shell, "-c", c.Command)
+	} else {
+		cmd = exec.Command(b.shell, "-c", c.Command)
+	}
+	cmd.Dir = dir
+	cmd.Env = mergeEnv(b.env, c.Env)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return fmt.Errorf("local: pipe: %w", err)
+	}
+	// One pipe for both: the kernel keeps the order of the writes.
+	cmd.Stdout, cmd.Stderr = pw, pw
+	var diag *shimDiag
+	if b.shim != "" {
+		// The shim merges the command's stderr into its stdout itself and
+		// keeps its own stderr for its status lines.
+		if diag, err = newShimDiag(); err != nil {
+			pr.Close()
+			pw.Close()
+			return fmt.Errorf("local: pipe: %w", err)
+		}
+		cmd.Stderr = diag.w
+	}
+	start := time.Now()
+	err = cmd.Start()
+	pw.Close()
+	if diag != nil {
+		diag.started()
+	}
+	if err != nil {
+		pr.Close()
+		if diag != nil {
+			diag.r.Close()
+		}
+		return startError(dir, err)
+	}
+	pgid := cmd.Process.Pid
+
+	waitCh := make(chan error, 1)
+	go func() { waitCh <- cmd.Wait() }()
+
+	out := c.Output
+	if out == nil {
+		out = io.Discard
+	}
+	activity := make(chan struct{}, 1)
+	readDone := make(chan struct{})
+	sinkFailed := make(chan struct{})
+	var sinkErr error // written by the reader before closing sinkFailed
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, 64<<10)
+		for {
+			n, rerr := pr.Read(buf)
+			if n > 0 && sinkErr == nil {
+				if _, werr := out.Write(buf[:n]); werr != nil {
+					// Nobody takes the output any more: stop the command.
+					sinkErr = werr
+					close(sinkFailed)
+				}
+				select {
+				case activity <- struct{}{}:
+				default:
+				}
+			}
+			if rerr != nil {
+				return
+			}
+		}
+	}()
+
+	var timeoutC <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeoutC = t.C
+	}
+	var shellExitC <-chan shellExit
+	if diag != nil {
+		shellExitC = diag.exits
+	}
+	var (
+		reason      stopReason
+		exited      bool
+		waitErr     error
+		runtimeDur  time.Duration
+		shellEnd    *shellExit // the shell's end as the shim reported it
+		grace       *time.Timer
+		graceC      <-chan time.Time
+		readDoneSel = readDone
+	)
+loop:
+	for {
+		select {
+		case <-ctx.Done():
+			reason = stopCanceled
+			break loop
+		case <-timeoutC:
+			reason = stopTimeout
+			break loop
+		case e := <-shellExitC:
+			e.runtime = e.at.Sub(start)
+			shellEnd, shellExitC = &e, nil
+		case waitErr = <-waitCh:
+			exited, runtimeDur = true, time.Since(start)
+			waitCh = nil
+			if readDoneSel == nil {
+				break loop
+			}
+			grace = time.NewTimer(ops.ExitGrace)
+			defer grace.Stop()
+			graceC = grace.C
+		case <-activity:
+			if grace != nil {
+				grace.Reset(ops.ExitGrace)
+			}
+		case <-sinkFailed:
+			reason = stopSink
+			break loop
+		case <-readDoneSel:
+			readDoneSel = nil
+			if exited {
+				break loop
+			}
+		case <-graceC:
+			break loop
+		}
+	}
+
+	if !exited {
+		b.stop(cmd, pgid, waitCh)
+	}
+	// The final group kill, always: background processes die with the call.
+	killGroup(pgid)
+	select {
+	case <-readDone:
+	case <-time.After(drainWait):
+	}
+	pr.Close() // unblocks the reader if something outside the group holds the pipe
+	<-readDone
+	if diag != nil {
+		diag.wait()
+		if diag.startErr != nil && exited {
+			return &ops.StartError{Err: diag.startErr}
+		}
+	}
+
+	switch reason {
+	case stopCanceled:
+		return fmt.Errorf("local: %w", ops.Canceled(ctx))
+	case stopTimeout:
+		te := &ops.TimeoutError{Limit: c.Timeout}
+		switch {
+		case shellEnd != nil:
+			te.ShellExited, te.ShellExitCode, te.ShellRuntime = true, shellEnd.code, shellEnd.runtime
+		case exited && diag == nil:
+			te.ShellExited, te.ShellExitCode, te.ShellRuntime = true, exitCode(waitErr), runtimeDur
+		}
+		return te
+	}
+	if sinkErr != nil {
+		return fmt.Errorf("local: output: %w", sinkErr)
+	}
+	return exitError(waitErr)
+}
+
+// stop kills the command's tree and waits for the shell (or the shim). With
+// the shim, SIGTERM is a kill request: the shim SIGKILLs every descendant,
+// including those that left the group; the group kill follows if the shim
+// does not finish in time.
+func (b *Backend) stop(cmd *exec.Cmd, pgid int, waitCh <-chan error) {
+	if b.shim != "" {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-waitCh:
+			return
+		case <-time.After(shimStopWait):
+		}
+	}
+	killGroup(pgid)
+	<-waitCh
+}
+
+func killGroup(pgid int) {
+	if pgid > 0 {
+		_ = syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH: already gone
+	}
+}
+
+func startError(dir string, err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "chdir" {
+		return &ops.StartError{Err: mapErr("chdir", dir, pe.Err)}
+	}
+	return &ops.StartError{Err: fmt.Errorf("local: start: %w", err)}
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *ops.ExitError
+	if errors.As(exitError(err), &ee) {
+		return ee.Code
+	}
+	return -1
+}
+
+func exitError(err error) error {
+	if err == nil {
+		return nil
+	}
+	var xe *exec.ExitError
+	if !errors.As(err, &xe) {
+		return fmt.Errorf("local: wait: %w", err)
+	}
+	ws, ok := xe.Sys().(syscall.WaitStatus)
+	switch {
+	case !ok:
+		return &ops.ExitError{Code: xe.ExitCode()}
+	case ws.Signaled():
+		sig := int(ws.Signal())
+		return &ops.ExitError{Code: 128 + sig, Signal: sig}
+	default:
+		return &ops.ExitError{Code: ws.ExitStatus()}
+	}
+}
+
+// mergeEnv returns base with extra added; a key in extra replaces the same
+// key in base.
+func mergeEnv(base, extra []string) []string {
+	if len(extra) == 0 {
+		return base
+	}
+	over := make(map[string]bool, len(extra))
+	for _, kv := range extra {
+		k, _, _ := strings.Cut(kv, "=")
+		over[k] = true
+	}
+	out := make([]string, 0, len(base)+len(extra))
+	for _, kv := range base {
+		k, _, _ := strings.Cut(kv, "=")
+		if !over[k] {
+			out = append(out, kv)
+		}
+	}
+	return append(out, extra...)
+}

@@ -1,0 +1,77 @@
+package local
+
+import (
+	"bufio"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// shellExit is the shim's report that the shell exited.
+type shellExit struct {
+	code    int
+	at      time.Time
+	runtime time.Duration
+}
+
+// shimDiag reads the shim's stderr: its status lines (see package shim).
+type shimDiag struct {
+	r, w     *os.File
+	exits    chan shellExit
+	done     chan struct{}
+	startErr error // set before done is closed
+}
+
+func newShimDiag() (*shimDiag, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	return &shimDiag{r: r, w: w, exits: make(chan shellExit, 1), done: make(chan struct{})}, nil
+}
+
+// started closes the parent's write end and starts reading.
+func (d *shimDiag) started() {
+	d.w.Close()
+	go d.read()
+}
+
+func (d *shimDiag) read() {
+	defer close(d.done)
+	defer d.r.Close()
+	sc := bufio.NewScanner(d.r)
+	for sc.Scan() {
+		line, ok := strings.CutPrefix(sc.Text(), "pi-sandbox-shim: ")
+		if !ok {
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "exited "); ok {
+			if code, err := strconv.Atoi(v); err == nil {
+				select {
+				case d.exits <- shellExit{code: code, at: time.Now()}:
+				default:
+				}
+			}
+			continue
+		}
+		// "start: OP PATH: CODE"
+		if v, ok := strings.CutPrefix(line, "start: "); ok {
+			if i, j := strings.IndexByte(v, ' '), strings.LastIndex(v, ": "); i > 0 && j > i {
+				d.startErr = ops.PathError(v[:i], v[i+1:j], ops.Errno(v[j+2:]))
+			}
+		}
+	}
+}
+
+// wait waits until the shim's stderr is closed (the shim has exited).
+func (d *shimDiag) wait() {
+	select {
+	case <-d.done:
+	case <-time.After(drainWait):
+		d.r.Close()
+		<-d.done
+	}
+}

@@ -1,0 +1,144 @@
+package opstest
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+func treeCases() []testCase {
+	return []testCase{
+		{name: "Run/CancelKillsTree", fn: testCancelKillsTree("sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; echo ready; wait", false)},
+		{name: "Run/TimeoutKillsTree", fn: testTimeoutKillsTree},
+		{name: "Run/OrphanHoldingStdout", fn: testOrphanHoldingStdout},
+		{name: "Run/BackgroundKilledAtExit", fn: testBackgroundKilledAtExit},
+		{name: "Run/SetsidEscapeeDiesOnCancel", fn: testCancelKillsTree("setsid sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; echo ready; wait", true)},
+		{name: "Run/SetsidEscapeeDiesAtExit", fn: testSetsidAtExit},
+	}
+}
+
+// requireShim skips a case that only a backend with the shim can pass.
+func requireShim(t testing.TB, b ops.Backend) {
+	if !b.Info().Has("shim") {
+		t.Skip("no shim: a process that calls setsid escapes a process-group kill (see Info.Limits)")
+	}
+}
+
+func testCancelKillsTree(command string, needShim bool) caseFunc {
+	return func(t testing.TB, ctx context.Context, b ops.Backend) {
+		if needShim {
+			requireShim(t, b)
+		}
+		dir := scratch(t, ctx, b)
+		cctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		sink := newMarkSink("ready\n")
+		errc := make(chan error, 1)
+		go func() { errc <- b.Run(cctx, &ops.Cmd{Dir: dir, Command: command, Output: sink}) }()
+		select {
+		case <-sink.ready:
+		case err := <-errc:
+			t.Fatalf("Run ended early: %v (output %q)", err, sink.String())
+		case <-ctx.Done():
+			t.Fatalf("no ready marker: %q", sink.String())
+		}
+		cause := errors.New("opstest: abort")
+		start := time.Now()
+		cancel(cause)
+		err := waitErr(t, ctx, errc)
+		if d := time.Since(start); d > 10*time.Second {
+			t.Errorf("Run returned %s after cancel", d)
+		}
+		if !errors.Is(err, cause) || !errors.Is(err, ops.ErrCanceled) {
+			t.Errorf("Run = %v; want errors.Is the cause and ops.ErrCanceled", err)
+		}
+		requireDead(t, ctx, b, dir, 2)
+	}
+}
+
+func testTimeoutKillsTree(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	sink := newMarkSink("ready\n")
+	err := b.Run(ctx, &ops.Cmd{
+		Dir:     dir,
+		Command: "sleep 300 & echo $! > pids; (sleep 300; echo never) & echo $! >> pids; echo ready; wait",
+		Output:  sink,
+		Timeout: 2 * time.Second,
+	})
+	var te *ops.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("Run = %v (%T), want *ops.TimeoutError", err, err)
+	}
+	if !strings.Contains(sink.String(), "ready") {
+		t.Fatalf("the command did not get going before the timeout: %q", sink.String())
+	}
+	requireDead(t, ctx, b, dir, 2)
+}
+
+func testOrphanHoldingStdout(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	start := time.Now()
+	out, err := run(ctx, b, dir, "sleep 300 & echo $! > pids; echo done")
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("Run took %s with an orphan holding stdout", d)
+	}
+	if err != nil || out != "done\n" {
+		t.Fatalf("Run = %q, %v; want done and exit 0", out, err)
+	}
+	requireDead(t, ctx, b, dir, 1)
+}
+
+func testBackgroundKilledAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	out, err := run(ctx, b, dir, "sleep 300 >/dev/null 2>&1 & echo $! > pids; echo done")
+	if err != nil || out != "done\n" {
+		t.Fatalf("Run = %q, %v", out, err)
+	}
+	requireDead(t, ctx, b, dir, 1)
+}
+
+func testSetsidAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
+	requireShim(t, b)
+	dir := scratch(t, ctx, b)
+	out, err := run(ctx, b, dir, "setsid sleep 300 >/dev/null 2>&1 & echo $! > pids; setsid sleep 300 & echo $! >> pids; echo done")
+	if err != nil || out != "done\n" {
+		t.Fatalf("Run = %q, %v", out, err)
+	}
+	requireDead(t, ctx, b, dir, 2)
+}
+
+// aliveScript prints the pids listed in the file "pids" that are alive;
+// zombies (state Z or X in /proc/PID/stat) count as dead.
+const aliveScript = `for p in $(cat pids); do
+  if kill -0 "$p" 2>/dev/null; then
+    s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1)
+    case "$s" in Z|X|"") ;; *) echo "$p";; esac
+  fi
+done`
+
+// requireDead checks, through a second Run, that the n processes recorded
+// in dir/pids are dead, allowing a few seconds for the kill to land. It
+// kills survivors so that a failing backend does not leak them.
+func requireDead(t testing.TB, ctx context.Context, b ops.Backend, dir string, n int) {
+	t.Helper()
+	pids := strings.Fields(sh(t, ctx, b, dir, "cat pids"))
+	if len(pids) != n {
+		t.Fatalf("pids file lists %v, want %d pids", pids, n)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		alive := strings.Fields(sh(t, ctx, b, dir, aliveScript))
+		if len(alive) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			_, _ = run(context.Background(), b, dir, "kill -9 "+strings.Join(alive, " "))
+			t.Fatalf("processes still alive 5s after the command ended: %v (of %v)", alive, pids)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

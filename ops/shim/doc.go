@@ -1,0 +1,79 @@
+// Package shim is pi-sandbox's in-target helper: it runs one command as a
+// child subreaper and, when the command ends or on request, kills every
+// process the command started — including those that called setsid and left
+// every process group. It is linked into the pi-sandbox binary as the hidden
+// subcommand "__shim"; the binary is built with CGO_ENABLED=0, so it can be
+// uploaded into a container or onto a remote host of the same OS and
+// architecture and run there.
+//
+// # Protocol
+//
+// All forms start with the executable and "__shim". Flags come before the
+// positional arguments; "--" ends the flags of run.
+//
+//	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
+//	pi-sandbox __shim kill [--wait DURATION] FILE
+//	pi-sandbox __shim version
+//
+// run: the shim becomes a child subreaper (PR_SET_CHILD_SUBREAPER) and the
+// leader of its own process group (setpgid(0,0), when it is not a session
+// leader already), then starts PROGRAM (looked up in PATH when it has no
+// "/") as its child in that group, in DIR when given (else the shim's own
+// directory), with the shim's environment, stdin at /dev/null, and stdout and
+// stderr on ONE pipe. The shim copies that pipe to its own stdout (fd 1) as
+// bytes arrive, so the output is merged in the order it was written. The
+// shim's own stderr (fd 2) carries only its diagnostics, one line each,
+// starting with "pi-sandbox-shim: ".
+//
+// With --pidfile, the shim writes its pid and "\n" to FILE (atomically, via a
+// temp file and rename) before PROGRAM starts, and removes FILE when it
+// exits. The pid is also the process group of the command, so `kill -9 -PID`
+// is a crude fallback that misses only setsid escapees.
+//
+// The command ends (a) when PROGRAM has exited and the output pipe has then
+// been idle for --grace (default 100ms, pi's exit grace; re-armed on every
+// chunk) or reached EOF, or (b) on a kill request: SIGTERM, SIGINT or SIGHUP
+// to the shim, or a failed write to the shim's stdout (the reader is gone).
+// Either way the shim then SIGKILLs every descendant (it walks /proc for
+// processes whose parent chain leads to it, repeatedly, until none is left;
+// zombies count as dead and are reaped), copies what is still buffered in the
+// pipe, removes the pid file and exits with PROGRAM's status: its exit code,
+// or, when PROGRAM was killed by signal n, the shim kills itself with the same
+// signal (so the caller sees a signal death, e.g. 137 / SIGKILL for `kill -9
+// $$`); if that does not end it, it exits 128+n.
+//
+// When PROGRAM exits, the shim at once writes the line
+//
+//	pi-sandbox-shim: exited STATUS
+//
+// to stderr (STATUS: the exit code, or 128+n for signal n), before the grace
+// period, so a caller that times out while orphans keep writing still learns
+// how the command itself ended.
+//
+// If PROGRAM cannot be started the shim writes one line
+//
+//	pi-sandbox-shim: start: OP PATH: CODE
+//
+// to stderr (OP "chdir" or "exec", CODE an errno name such as ENOENT) and
+// exits with status 125. Usage errors exit 2 with a diagnostic.
+//
+// kill: reads the pid from FILE; if that process is a shim (its
+// /proc/PID/cmdline contains "__shim"), sends it SIGTERM (a kill request, as
+// above) and waits until it has exited, at most --wait (default 5s). Exit
+// status: 0 when the shim is gone (or was already gone), 1 on an error or
+// when it is still alive after --wait, 2 when FILE does not exist (the shim
+// has not written it yet, or has finished and removed it). `kill -TERM $(cat
+// FILE)` is an equivalent request without the wait.
+//
+// version: prints "pi-sandbox-shim 1" (the protocol version) and exits 0,
+// so a backend can check an uploaded binary runs in the target.
+//
+// # Finding the binary
+//
+// [Dispatch] must be called first thing in main (and in TestMain of tests
+// whose backend re-executes the test binary): it runs the shim and exits when
+// os.Args[1] is "__shim", and records that this executable can serve as the
+// shim ([Available]). [HostBinary] names the static binary to upload into
+// targets: $PI_SANDBOX_SHIM_BIN when set (tests set it to a CGO_ENABLED=0
+// build of ./cmd/pi-sandbox), else os.Executable().
+package shim

@@ -1,0 +1,248 @@
+package shim
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	startFailed = 125
+	// killLimit bounds the sweep; only a process stuck in the kernel lasts.
+	killLimit = 10 * time.Second
+	// drainWait bounds reading after the sweep (a process outside the tree
+	// that received the pipe over a socket).
+	drainWait = 200 * time.Millisecond
+)
+
+func runMain(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("__shim run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pidfile := fs.String("pidfile", "", "write the shim's pid to `FILE`")
+	dir := fs.String("dir", "", "run the command in `DIR`")
+	grace := fs.Duration("grace", 100*time.Millisecond, "idle time after the command exits before the tree is killed")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	argv := fs.Args()
+	if len(argv) == 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: run: missing PROGRAM")
+		return 2
+	}
+	diag := func(format string, a ...any) { fmt.Fprintf(stderr, "pi-sandbox-shim: "+format+"\n", a...) }
+
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		diag("warning: subreaper: %v", err)
+	}
+	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
+
+	sigs := make(chan os.Signal, 4)
+	// SIGPIPE too: a vanished reader must end in a sweep, not in the shim's
+	// death with the tree left running.
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+
+	if *pidfile != "" {
+		if err := writePidfile(*pidfile); err != nil {
+			diag("pidfile: %v", err)
+			return 1
+		}
+		defer os.Remove(*pidfile)
+	}
+
+	path := argv[0]
+	if p, err := exec.LookPath(path); err == nil {
+		path = p
+	} else {
+		diag("start: exec %s: %s", argv[0], errnoName(err, syscall.ENOENT))
+		return startFailed
+	}
+	if *dir != "" {
+		if fi, err := os.Stat(*dir); err != nil {
+			diag("start: chdir %s: %s", *dir, errnoName(err, syscall.ENOENT))
+			return startFailed
+		} else if !fi.IsDir() {
+			diag("start: chdir %s: ENOTDIR", *dir)
+			return startFailed
+		}
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		diag("start: open %s: %s", os.DevNull, errnoName(err, syscall.EIO))
+		return startFailed
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		diag("start: pipe: %s", errnoName(err, syscall.EIO))
+		return startFailed
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+		Dir:   *dir,
+		Env:   os.Environ(),
+		Files: []uintptr{devnull.Fd(), pw.Fd(), pw.Fd()},
+	})
+	devnull.Close()
+	pw.Close()
+	if err != nil {
+		diag("start: exec %s: %s", path, errnoName(err, syscall.ENOEXEC))
+		return startFailed
+	}
+
+	statusCh := make(chan syscall.WaitStatus, 1)
+	go reap(pid, statusCh)
+
+	activity := make(chan struct{}, 1)
+	copyDone := make(chan error, 1)
+	go func() { copyDone <- copyOut(os.Stdout, pr, activity) }()
+
+	var (
+		status   syscall.WaitStatus
+		exited   bool
+		graceT   *time.Timer
+		graceC   <-chan time.Time
+		copyOpen = true
+	)
+loop:
+	for {
+		select {
+		case status = <-statusCh:
+			exited = true
+			// Tell the caller now, not after the grace: a backend that times
+			// out while orphans keep writing reports how the shell ended.
+			diag("exited %d", exitStatus(status))
+			if !copyOpen {
+				break loop
+			}
+			graceT = time.NewTimer(*grace)
+			graceC = graceT.C
+		case <-activity:
+			if graceT != nil {
+				graceT.Reset(*grace)
+			}
+		case err := <-copyDone:
+			copyOpen = false
+			if err != nil { // our reader is gone
+				break loop
+			}
+			if exited {
+				break loop
+			}
+		case <-sigs:
+			break loop
+		case <-graceC:
+			break loop
+		}
+	}
+	if !killDescendants(os.Getpid(), killLimit) {
+		diag("warning: processes survived the kill sweep")
+	}
+	if !exited {
+		status = <-statusCh
+	}
+	if copyOpen {
+		select {
+		case <-copyDone:
+		case <-time.After(drainWait):
+			pr.Close()
+			<-copyDone
+		}
+	}
+	if *pidfile != "" {
+		os.Remove(*pidfile)
+	}
+	if status.Signaled() {
+		raise(status.Signal())
+	}
+	return exitStatus(status)
+}
+
+// exitStatus is the shell convention: the exit code, or 128+n for signal n.
+func exitStatus(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// reap waits for every child (orphans are re-parented to the subreaper) and
+// reports the command's own status.
+func reap(pid int, statusCh chan<- syscall.WaitStatus) {
+	for {
+		var ws syscall.WaitStatus
+		p, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: the tree is empty
+			return
+		}
+		if p == pid {
+			statusCh <- ws
+		}
+	}
+}
+
+// copyOut copies r to w, pinging activity per chunk. A write error is
+// returned (the reader is gone); end of input or a closed r is nil.
+func copyOut(w io.Writer, r *os.File, activity chan<- struct{}) error {
+	buf := make([]byte, 64<<10)
+	for {
+		n, rerr := r.Read(buf)
+		if n > 0 {
+			if _, err := w.Write(buf[:n]); err != nil {
+				return err
+			}
+			select {
+			case activity <- struct{}{}:
+			default:
+			}
+		}
+		if rerr != nil {
+			return nil
+		}
+	}
+}
+
+// raise ends the shim with the signal that killed the command, so the caller
+// sees the same death. Core dumps are disabled first: the shim's core is of
+// no use to anyone.
+func raise(sig syscall.Signal) {
+	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
+	signal.Reset(sig)
+	_ = syscall.Kill(os.Getpid(), sig)
+	time.Sleep(100 * time.Millisecond) // delivery is asynchronous
+}
+
+func writePidfile(name string) error {
+	tmp := name + ".tmp" + strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, name); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// errnoName names err's errno ("ENOENT"), or def's when it has none.
+func errnoName(err error, def syscall.Errno) string {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		if n := unix.ErrnoName(se); n != "" {
+			return n
+		}
+	}
+	if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
+		return "ENOENT"
+	}
+	return unix.ErrnoName(def)
+}

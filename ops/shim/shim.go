@@ -1,0 +1,69 @@
+package shim
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"sync/atomic"
+)
+
+// Version is the protocol version printed by `__shim version`.
+const Version = 1
+
+// Subcommand is the hidden subcommand that runs the shim.
+const Subcommand = "__shim"
+
+var dispatching atomic.Bool
+
+// Dispatch runs the shim and exits the process when os.Args[1] is "__shim";
+// otherwise it records that this executable serves the shim and returns
+// false. Call it first thing in main and in TestMain.
+func Dispatch() bool {
+	dispatching.Store(true)
+	if len(os.Args) > 1 && os.Args[1] == Subcommand {
+		os.Exit(Main(os.Args[2:]))
+	}
+	return false
+}
+
+// Available reports whether Dispatch was called in this process, i.e.
+// whether `os.Executable() __shim ...` runs the shim.
+func Available() bool { return dispatching.Load() }
+
+// HostBinary returns the path of a static pi-sandbox binary to upload into
+// targets: $PI_SANDBOX_SHIM_BIN when set, else os.Executable(). Tests set the
+// variable to a CGO_ENABLED=0 build, since a test binary may not be static.
+func HostBinary() (string, error) {
+	if p := os.Getenv("PI_SANDBOX_SHIM_BIN"); p != "" {
+		return p, nil
+	}
+	p, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("shim: executable: %w", err)
+	}
+	return p, nil
+}
+
+// Main runs the shim with args (the arguments after "__shim") and returns the
+// process exit status. See the package doc for the protocol.
+func Main(args []string) int {
+	return mainIO(args, os.Stdout, os.Stderr)
+}
+
+func mainIO(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|version ...")
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runMain(args[1:], stderr)
+	case "kill":
+		return killMain(args[1:], stderr)
+	case "version":
+		fmt.Fprintf(stdout, "pi-sandbox-shim %d\n", Version)
+		return 0
+	}
+	fmt.Fprintf(stderr, "pi-sandbox-shim: unknown mode %q (want run, kill or version)\n", args[0])
+	return 2
+}
