@@ -16,8 +16,13 @@
 //   - exports the environment inside the child only (the wrapper's own PATH
 //     lookups are not affected by a caller's PATH),
 //   - records the process group in a per-call pid file,
-//   - waits for the child, sends a final `kill -9 -PGID` (processes the
-//     command left in its group die with it, as with the local backend), and
+//   - waits for the child and reports its status at once on the control
+//     channel ("exit N"),
+//   - keeps copying output (through a pipe and cat) until every process
+//     holding it has closed it — a caller that does not want to wait for
+//     such orphans after its exit grace kills the group, which ends that,
+//   - sends a final `kill -9 -PGID` (processes the command left in its group
+//     die with it, as with the local backend), and
 //   - exits with the child's status (128+n for a signal death).
 //
 // Cancellation is a second exec or session running [KillGroupScript] (when
@@ -25,8 +30,10 @@
 // file). busybox kill rejects "--", so the scripts write `kill -9 -PGID`.
 //
 // When a shim path is given (ops/shim, the pi-sandbox binary uploaded into
-// the target), the command runs under the shim instead, which also catches a
-// process that calls setsid itself (see [Spec.Shim]).
+// the target), the session leader is `SHIM __shim run --pidfile F -- SHELL -c
+// COMMAND` instead, which also catches a process that calls setsid itself
+// (see [Spec.Shim]); [KillScript] then asks the shim to sweep before the
+// group kill. The shim's "pi-sandbox-shim: start: ..." line is parsed too.
 //
 // # Control channel
 //

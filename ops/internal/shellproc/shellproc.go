@@ -15,6 +15,9 @@ import (
 // ControlPrefix starts every line the wrapper writes to its own stderr.
 const ControlPrefix = "pi-sandbox-shellproc: "
 
+// shimStartPrefix starts the shim's line for a command it could not start.
+const shimStartPrefix = "pi-sandbox-shim: start: "
+
 // StartFailedCode is the wrapper's exit status when the command could not be
 // started; the control channel says why. A command can exit with the same
 // code, so only a "start" control line makes it a start failure.
@@ -35,16 +38,16 @@ type Spec struct {
 	// wrapper). Keys must be shell identifiers.
 	Env []string
 	// PIDFile is the per-call file where the wrapper records the process
-	// group; its directory must exist. Zero: no file is written (cancel must
-	// then use the PGID from the control channel).
+	// group; its directory must exist and be writable. The plain wrapper
+	// requires it (it also keeps PIDFile+".status" there while the command
+	// runs); both files are removed when the command ends.
 	PIDFile string
-	// Shim is the path of the pi-sandbox shim in the target. Zero: the plain
-	// setsid wrapper. With a shim, ShimArgs builds its argument list.
+	// Shim is the path of the pi-sandbox binary in the target, run as
+	// `SHIM __shim run --pidfile PIDFILE -- SHELL -c COMMAND` (protocol in
+	// ops/shim). Zero: the plain setsid wrapper. The shim merges the
+	// command's output itself and writes (and removes) the pid file; its
+	// own stderr joins the control channel.
 	Shim string
-	// ShimArgs returns the argv (after the shim path) that runs shell -c
-	// command under the shim. It is required when Shim is set, so that this
-	// package does not have to know the shim's protocol.
-	ShimArgs func(shell, command string) []string
 	// Probe is an optional sh snippet that sets the variable pv; it runs
 	// in the wrapper just before the command starts and again after it
 	// ends, reported as "probe-before PV" and "probe-after PV" control lines
@@ -68,9 +71,6 @@ func Script(s Spec) (string, error) {
 	if s.Dir != "" && !path.IsAbs(s.Dir) {
 		return "", fmt.Errorf("shellproc: dir %q is not absolute", s.Dir)
 	}
-	if s.Shim != "" && s.ShimArgs == nil {
-		return "", errors.New("shellproc: Shim without ShimArgs")
-	}
 	var b strings.Builder
 	start := func(what string) string {
 		return "{ echo \"" + ControlPrefix + "start " + what + "\" >&2; exit " + strconv.Itoa(StartFailedCode) + "; }"
@@ -93,22 +93,29 @@ func Script(s Spec) (string, error) {
 	// runs as the session leader, so the group kill still reaches everything
 	// that did not leave the group, even if the shim itself is killed.
 	argv := []string{"\"$ss\""}
+	redir := " </dev/null 2>&1"
 	if s.Shim != "" {
 		fmt.Fprintf(&b, "[ -x %s ] || %s\n", Quote(s.Shim), start("shim ENOENT"))
-		argv = append(argv, Quote(s.Shim))
-		for _, a := range s.ShimArgs(shell, s.Command) {
-			argv = append(argv, Quote(a))
+		argv = append(argv, Quote(s.Shim), "__shim", "run")
+		if s.PIDFile != "" {
+			argv = append(argv, "--pidfile", Quote(s.PIDFile))
 		}
-	} else {
-		argv = append(argv, Quote(shell), "-c", Quote(s.Command))
+		argv = append(argv, "--")
+		redir = " </dev/null"
 	}
+	argv = append(argv, Quote(shell), "-c", Quote(s.Command))
 	fmt.Fprintf(&b, "[ -x %s ] || %s\n", Quote(shell), start("shell ENOENT"))
+	probe := func(when string) string {
+		if s.Probe == "" {
+			return ""
+		}
+		return "pv=\n" + s.Probe + "\necho \"" + ControlPrefix + "probe-" + when + " $pv\" >&2\n"
+	}
+	b.WriteString(probe("before"))
 	// The subshell keeps the exports away from the wrapper and execs the
 	// session leader, so $! is its pid, which is the new group's id.
-	if s.Probe != "" {
-		b.WriteString("pv=\n" + s.Probe + "\necho \"" + ControlPrefix + "probe-before $pv\" >&2\n")
-	}
-	b.WriteString("(")
+	var launch strings.Builder
+	launch.WriteString("(")
 	for _, kv := range s.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !isIdent(k) {
@@ -117,25 +124,38 @@ func Script(s Spec) (string, error) {
 		if strings.IndexByte(v, 0) >= 0 {
 			return "", fmt.Errorf("shellproc: environment value of %s contains a NUL byte", k)
 		}
-		fmt.Fprintf(&b, "export %s=%s; ", k, Quote(v))
+		fmt.Fprintf(&launch, "export %s=%s; ", k, Quote(v))
 	}
-	b.WriteString("exec " + strings.Join(argv, " "))
-	b.WriteString(" </dev/null 2>&1) &\np=$!\n")
-	if s.PIDFile != "" {
-		fmt.Fprintf(&b, "echo $p > %s\n", Quote(s.PIDFile))
-	}
-	b.WriteString("echo \"" + ControlPrefix + "pgid $p\" >&2\n")
-	b.WriteString("wait $p\ns=$?\n")
+	launch.WriteString("exec " + strings.Join(argv, " ") + redir + ") &\np=$!\n")
+	pgid := "echo \"" + ControlPrefix + "pgid $p\" >&2\n"
+	exit := "echo \"" + ControlPrefix + "exit $s\" >&2\n"
 	// Whatever the command left in its group dies with it; POSIX does not
 	// reuse a group id while a member lives, so this cannot hit a stranger.
-	b.WriteString("kill -9 -$p 2>/dev/null\n")
-	if s.Probe != "" {
-		b.WriteString("pv=\n" + s.Probe + "\necho \"" + ControlPrefix + "probe-after $pv\" >&2\n")
+	kill := "[ -n \"$p\" ] && kill -9 -$p 2>/dev/null\n"
+
+	if s.Shim != "" {
+		// The shim holds the output until it is idle after the command's
+		// exit (its --grace) and sweeps the tree itself.
+		b.WriteString(launch.String() + pgid + "wait $p\ns=$?\n" + kill + probe("after") + exit + "exit $s\n")
+		return b.String(), nil
 	}
-	if s.PIDFile != "" {
-		fmt.Fprintf(&b, "rm -f %s\n", Quote(s.PIDFile))
+
+	// The plain wrapper: the command writes into a pipe that cat copies to
+	// the wrapper's stdout, so the wrapper learns when every process holding
+	// the output has closed it (cat's EOF), while the "exit" control line
+	// tells the caller at once that the shell itself has ended. A caller
+	// that stops waiting for orphans (the exit grace) kills the group, which
+	// ends cat. The pipeline's left side is a subshell, so the pgid and the
+	// status come back through files.
+	if s.PIDFile == "" {
+		return "", errors.New("shellproc: the plain wrapper needs a PIDFile")
 	}
-	b.WriteString("echo \"" + ControlPrefix + "exit $s\" >&2\nexit $s\n")
+	pf := Quote(s.PIDFile)
+	sf := Quote(s.PIDFile + ".status")
+	b.WriteString("{\n" + launch.String() + "echo $p > " + pf + "\n" + pgid +
+		"wait $p\ns=$?\necho $s > " + sf + "\n" + probe("after") + exit + "} | cat\n")
+	b.WriteString("p=; s=" + strconv.Itoa(StartFailedCode) + "\nread p 2>/dev/null < " + pf + "\nread s 2>/dev/null < " + sf + "\n")
+	b.WriteString(kill + "rm -f " + pf + " " + sf + "\nexit $s\n")
 	return b.String(), nil
 }
 
@@ -145,12 +165,19 @@ func KillGroupScript(pgid int) string {
 	return "kill -9 -" + strconv.Itoa(pgid) + " 2>/dev/null; exit 0"
 }
 
-// KillScript returns a script that sends SIGKILL to the process group
-// recorded in pidFile, if the file is there. The wrapper removes the file
-// when its command ends, so a late kill does nothing.
-func KillScript(pidFile string) string {
+// KillScript returns a script that kills the command whose pid file is
+// pidFile, if the file is there (the wrapper or shim removes it when the
+// command ends, so a late kill does nothing). With a shim (its path in
+// the target, as in Spec.Shim) the shim is asked first to kill every
+// descendant, setsid escapees included, and waited for up to 2 s; then the
+// group gets SIGKILL either way.
+func KillScript(pidFile, shim string) string {
 	q := Quote(pidFile)
-	return "p=$(cat " + q + " 2>/dev/null); [ -n \"$p\" ] && kill -9 -$p 2>/dev/null; exit 0"
+	s := "p=$(cat " + q + " 2>/dev/null); "
+	if shim != "" {
+		s += Quote(shim) + " __shim kill --wait 2s " + q + " >/dev/null 2>&1; "
+	}
+	return s + "[ -n \"$p\" ] && kill -9 -$p 2>/dev/null; exit 0"
 }
 
 // Control is what the wrapper reported on its control channel.
@@ -180,6 +207,14 @@ func ParseControl(stderr []byte, dir string) Control {
 
 // ParseLine applies one control line (without its newline) to c.
 func (c *Control) ParseLine(line, dir string) {
+	if rest, ok := strings.CutPrefix(line, shimStartPrefix); ok {
+		// "OP PATH: CODE" from the shim.
+		if i := strings.LastIndex(rest, ": "); i > 0 {
+			op, p, _ := strings.Cut(rest[:i], " ")
+			c.Start = ops.PathError(op, p, ops.Errno(rest[i+2:]))
+		}
+		return
+	}
 	rest, ok := strings.CutPrefix(line, ControlPrefix)
 	if !ok {
 		return

@@ -51,6 +51,9 @@ type result struct {
 
 func run(t *testing.T, shell string, s Spec) result {
 	t.Helper()
+	if s.PIDFile == "" {
+		s.PIDFile = filepath.Join(t.TempDir(), "pid")
+	}
 	script, err := Script(s)
 	if err != nil {
 		t.Fatal(err)
@@ -173,13 +176,22 @@ func TestScript(t *testing.T) {
 			})
 			t.Run("KillScript", func(t *testing.T) {
 				pidFile := filepath.Join(t.TempDir(), "pid")
-				testKill(t, sh, pidFile, func(pgid int) string { return KillScript(pidFile) })
+				testKill(t, sh, pidFile, func(pgid int) string { return KillScript(pidFile, "") })
 				if _, err := os.Stat(pidFile); !errors.Is(err, fs.ErrNotExist) {
 					t.Errorf("pid file left behind: %v", err)
 				}
 			})
 			t.Run("KillGroupScript", func(t *testing.T) {
-				testKill(t, sh, "", KillGroupScript)
+				testKill(t, sh, filepath.Join(t.TempDir(), "pid"), KillGroupScript)
+			})
+			t.Run("OutputAfterExit", func(t *testing.T) {
+				r := run(t, sh, Spec{Command: "(sleep 0.05; echo late) & echo early", Shell: sh})
+				if r.out != "early\nlate\n" || r.code != 0 {
+					t.Fatalf("out %q code %d", r.out, r.code)
+				}
+			})
+			t.Run("OrphanHoldsOutput", func(t *testing.T) {
+				testOrphan(t, sh)
 			})
 		})
 	}
@@ -237,6 +249,53 @@ func testKill(t *testing.T, sh, pidFile string, kill func(pgid int) string) {
 	}
 }
 
+// testOrphan: the shell exits 3 at once but a background sleep holds the
+// output; the wrapper reports the exit on the control channel and keeps
+// running until the caller kills the group, then exits 3.
+func testOrphan(t *testing.T, sh string) {
+	dir := t.TempDir()
+	script, err := Script(Spec{Command: "sleep 300 & echo $!; exit 3", Shell: sh, PIDFile: filepath.Join(dir, "pid")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sh, "-c", script)
+	stdout, _ := cmd.StdoutPipe()
+	stderr, _ := cmd.StderrPipe()
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Scan()
+	orphan, _ := strconv.Atoi(sc.Text())
+	var ctl Control
+	er := bufio.NewReader(stderr)
+	for !ctl.HaveExit {
+		line, err := er.ReadString('\n')
+		if err != nil {
+			t.Fatalf("no exit line: %v", err)
+		}
+		ctl.ParseLine(strings.TrimSuffix(line, "\n"), "")
+	}
+	if ctl.Exit != 3 {
+		t.Fatalf("exit line %d", ctl.Exit)
+	}
+	if b, err := os.ReadFile("/proc/" + strconv.Itoa(orphan) + "/stat"); err != nil || strings.Contains(string(b), ") Z") {
+		t.Fatalf("orphan %d gone before the kill", orphan)
+	}
+	exec.Command(sh, "-c", KillGroupScript(ctl.PGID)).Run()
+	io.Copy(io.Discard, er)
+	io.Copy(io.Discard, stdout)
+	err = cmd.Wait()
+	if ee, ok := errors.AsType[*exec.ExitError](err); !ok || ee.ExitCode() != 3 {
+		t.Errorf("wrapper: %v, want exit 3", err)
+	}
+	waitDead(t, orphan)
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("files left: %v", left)
+	}
+}
+
 // waitDead waits up to 2 s for pid to be gone or a zombie.
 func waitDead(t *testing.T, pid int) {
 	t.Helper()
@@ -268,12 +327,12 @@ func TestQuote(t *testing.T) {
 
 func TestScriptRejects(t *testing.T) {
 	for _, s := range []Spec{
-		{Command: "a\x00b"},
+		{Command: "a\x00b", PIDFile: "/p"},
 		{Command: "x", Shell: "sh"},
 		{Command: "x", Dir: "rel"},
 		{Command: "x", Env: []string{"1A=b"}},
 		{Command: "x", Env: []string{"NOEQUALS"}},
-		{Command: "x", Shim: "/s"},
+		{Command: "x"}, // no PIDFile
 	} {
 		if _, err := Script(s); err == nil {
 			t.Errorf("Script(%+v): no error", s)
