@@ -64,7 +64,24 @@ type bashTool struct {
 // NewBash returns pi's bash tool. Commands run through r in info.WorkDir,
 // which must exist on the target (checked with fsys). When the output is
 // truncated, the full raw output is streamed into pi-bash-<16 hex>.log in
-// info.SpillDir through fsys, capped at 1 GiB.
+// info.SpillDir through fsys, so the model can read it through the same
+// backend.
+//
+// Where it differs from pi 1.6, on purpose:
+//   - The spill file lives in the target's spill directory, not the host's
+//     temp directory; a missing directory is created; the file is capped at
+//     1 GiB, ending with a note line when the cap is hit. If the file cannot
+//     be created the notice says "Full output: not saved (<error>)" (pi's
+//     local file cannot fail that way).
+//   - Commands get PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0,
+//     GIT_EDITOR=true and DEBIAN_FRONTEND=noninteractive; pi's PI_* session
+//     variables are not set (there is no pi session).
+//   - A command killed by the out-of-memory killer (ops.ExitError.OOMKilled)
+//     ends with "Command exited with code <N> (killed: out of memory)".
+//   - pi's options (commandPrefix, shellPath, spawnHook, operations) do not
+//     exist: the backend is the operations.
+//   - The shell's run time in the timeout sentence for background writers
+//     is printed with one decimal ("after 0.0 seconds").
 func NewBash(r ops.Runner, fsys ops.FS, info ops.Info) loop.Tool {
 	return &bashTool{r: r, fsys: fsys, info: info, spillCap: defaultSpillCap}
 }

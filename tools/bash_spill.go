@@ -118,6 +118,10 @@ func (s *spillFile) opened() bool { return s.openOK }
 
 func (s *spillFile) run(ctx context.Context, fsys ops.FS) {
 	defer close(s.done)
+	if fsys == nil {
+		s.fail(errors.New("no file system for the spill file"))
+		return
+	}
 	w, err := openSpill(ctx, fsys, s.name)
 	if err != nil {
 		s.fail(err)

@@ -252,3 +252,14 @@ func TestBashUpdatesCarrySpill(t *testing.T) {
 		t.Errorf("update text %q", bashTailOf(u.Content[0].Text, 100))
 	}
 }
+
+func TestBashSpillNoFS(t *testing.T) {
+	tool := NewBash(&bashFakeRunner{fn: bashEmitting(nil, bashLines(1, 3000))}, nil, bashTestInfo())
+	res, err := tool.Execute(t.Context(), "c", map[string]any{"command": "x"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "Full output: not saved (no file system for the spill file)]"; !strings.HasSuffix(res.Content[0].Text, want) {
+		t.Errorf("text ends %q", bashTailOf(res.Content[0].Text, 100))
+	}
+}
