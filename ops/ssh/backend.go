@@ -1,0 +1,211 @@
+package sshops
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Backend runs tools on a remote host over SSH: files through SFTP, commands
+// through exec sessions under a wrapper. It is safe for concurrent use.
+type Backend struct {
+	cfg    Config
+	pool   *pool
+	owned  bool // the connections are ours to close
+	info   ops.Info
+	groups []int // the user's group IDs, for Access
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var (
+	_ ops.Backend = (*Backend)(nil)
+)
+
+// New connects to cfg.Host, probes the remote host and creates the spill
+// directory. The zero Config (plus Host) verifies the host key against
+// ~/.ssh/known_hosts.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if cfg.Host == "" {
+		return nil, ErrNoHost
+	}
+	cfg.withDefaults()
+	d, err := newDialer(cfg)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{cfg: cfg, owned: true}
+	b.pool = newPool(d.target.user+"@"+d.target.alias, d.dial, cfg)
+	if err := b.probe(ctx); err != nil {
+		b.pool.close(true)
+		return nil, err
+	}
+	return b, nil
+}
+
+// NewFromClient uses an existing connection, for programs that embed
+// pi-sandbox. Only cfg's WorkDir, KeepAlive, MaxSessionsPerConn and
+// ShimBinary apply. Sessions beyond what client allows wait for a free one:
+// without dial information no more connections are opened, and a dropped
+// client is not replaced. Close leaves client open (unless keepalive found it
+// dead and closed it).
+func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backend, error) {
+	if client == nil {
+		return nil, fmt.Errorf("sshops: nil client")
+	}
+	cfg.withDefaults()
+	b := &Backend{cfg: cfg}
+	b.pool = newPool(client.User()+"@"+client.RemoteAddr().String(), nil, cfg)
+	b.pool.add(client)
+	if err := b.probe(ctx); err != nil {
+		b.pool.close(false)
+		return nil, err
+	}
+	return b, nil
+}
+
+// probeScript reports what Info needs in one session and makes the spill
+// directory: disk-backed under the user's cache directory, else under
+// $TMPDIR.
+const probeScript = `h=$HOME
+printf 'home=%s\n' "$h"
+printf 'pwd=%s\n' "$(pwd)"
+printf 'uid=%s\n' "$(id -u)"
+printf 'gid=%s\n' "$(id -g)"
+printf 'groups=%s\n' "$(id -G)"
+printf 'user=%s\n' "$(id -un)"
+printf 'uname=%s\n' "$(uname -sm)"
+printf 'bash=%s\n' "$(command -v bash)"
+printf 'sh=%s\n' "$(command -v sh)"
+c=${XDG_CACHE_HOME:-$h/.cache}/pi-sandbox
+d=$(mkdir -p "$c" 2>/dev/null && mktemp -d "$c/spill.XXXXXXXX" 2>/dev/null) ||
+d=$(mktemp -d "${TMPDIR:-/tmp}/pi-sandbox-spill.XXXXXXXX")
+printf 'spill=%s\n' "$d"`
+
+func (b *Backend) probe(ctx context.Context) error {
+	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript))
+	if err != nil {
+		return fmt.Errorf("sshops: probe: %w", err)
+	}
+	kv := map[string]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), "="); ok {
+			kv[k] = v
+		}
+	}
+	info := ops.Info{
+		Backend:  "ssh",
+		Home:     kv["home"],
+		User:     kv["user"],
+		UID:      atoiOr(kv["uid"], -1),
+		GID:      atoiOr(kv["gid"], -1),
+		SpillDir: kv["spill"],
+	}
+	for _, g := range strings.Fields(kv["groups"]) {
+		if n, err := strconv.Atoi(g); err == nil {
+			b.groups = append(b.groups, n)
+		}
+	}
+	info.OS, info.Arch = goOSArch(kv["uname"])
+	info.Shell = kv["bash"]
+	if info.Shell == "" {
+		info.Shell = kv["sh"]
+	}
+	if info.Shell == "" {
+		info.Shell = "/bin/sh"
+	}
+	if info.Home == "" {
+		info.Home = kv["pwd"]
+	}
+	if !path.IsAbs(info.Home) || !path.IsAbs(info.SpillDir) {
+		return fmt.Errorf("sshops: probe: unexpected answer from the remote host: %q", out)
+	}
+	info.WorkDir = info.Home
+	if b.cfg.WorkDir != "" {
+		info.WorkDir = path.Clean(b.cfg.WorkDir)
+	}
+	info.Limits = append(info.Limits, "no shim: a process that calls setsid itself survives a kill")
+	b.info = info
+	fi, err := b.Stat(ctx, info.WorkDir)
+	if err != nil {
+		b.removeSpill()
+		return fmt.Errorf("sshops: working directory: %w", err)
+	}
+	if !fi.IsDir() {
+		b.removeSpill()
+		return fmt.Errorf("sshops: working directory: %w", ops.PathError("chdir", info.WorkDir, ops.ENOTDIR))
+	}
+	return nil
+}
+
+// Info describes the remote host as probed at open.
+func (b *Backend) Info() ops.Info {
+	i := b.info
+	i.Capabilities = append([]string(nil), b.info.Capabilities...)
+	i.Limits = append([]string(nil), b.info.Limits...)
+	return i
+}
+
+// Close removes the spill directory and closes the connections New opened.
+// It is safe to call twice.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.closeErr = b.removeSpill()
+		b.pool.close(b.owned)
+	})
+	return b.closeErr
+}
+
+func (b *Backend) removeSpill() error {
+	if b.info.SpillDir == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killWait)
+	defer cancel()
+	out, err := b.runShort(ctx, "rm -rf -- "+shQuote(b.info.SpillDir))
+	if err != nil {
+		return fmt.Errorf("sshops: remove spill directory: %w (%s)", err, bytes.TrimSpace(out))
+	}
+	return nil
+}
+
+func goOSArch(uname string) (goos, goarch string) {
+	f := strings.Fields(uname)
+	if len(f) != 2 {
+		return "", ""
+	}
+	goos = strings.ToLower(f[0])
+	switch f[1] {
+	case "x86_64", "amd64":
+		goarch = "amd64"
+	case "aarch64", "arm64":
+		goarch = "arm64"
+	case "i386", "i686":
+		goarch = "386"
+	case "riscv64":
+		goarch = "riscv64"
+	case "ppc64le", "s390x":
+		goarch = f[1]
+	default:
+		goarch = f[1]
+	}
+	return goos, goarch
+}
+
+func atoiOr(s string, d int) int {
+	if n, err := strconv.Atoi(s); err == nil {
+		return n
+	}
+	return d
+}

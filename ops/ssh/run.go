@@ -1,0 +1,401 @@
+package sshops
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/crypto/ssh"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// killWait bounds the kill that follows a cancel or timeout: the second
+// session that runs kill, and the wait for the first session to end.
+const killWait = 5 * time.Second
+
+// Run runs cmd.Command under the wrapper (see wrapScript) in a session of its
+// own. See [ops.Runner] for the outcomes.
+func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
+	if ctx.Err() != nil {
+		return ops.Canceled(ctx)
+	}
+	if err := checkEnv(cmd.Env); err != nil {
+		return &ops.StartError{Err: err}
+	}
+	dir := cmd.Dir
+	if dir == "" {
+		dir = b.info.WorkDir
+	}
+	env := append(append([]string(nil), defaultEnv...), cmd.Env...)
+	start := time.Now()
+
+	s, c, err := b.pool.session(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return ops.Canceled(ctx)
+		}
+		return err
+	}
+	defer b.pool.release(c)
+	defer s.Close()
+	stdin, err1 := s.StdinPipe()
+	stdout, err2 := s.StdoutPipe()
+	stderr, err3 := s.StderrPipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		return b.pool.transportErr("run", err)
+	}
+	if err := s.Start(remoteCommand(dir, b.info.Shell, cmd.Command, env)); err != nil {
+		if c.isDead() {
+			return b.pool.transportErr("run", err)
+		}
+		return &ops.StartError{Err: fmt.Errorf("sshops: exec: %w", err)}
+	}
+
+	r := &runState{
+		b: b, s: s, c: c, stdin: stdin, out: cmd.Output, dir: dir,
+		activity:    make(chan struct{}, 1),
+		outDone:     make(chan struct{}),
+		control:     make(chan controlEvent, 4),
+		sessionDone: make(chan struct{}),
+		pgidKnown:   make(chan struct{}),
+	}
+	go r.copyOut(stdout)
+	go r.readControl(stderr)
+	go func() { r.waitErr = s.Wait(); close(r.sessionDone) }()
+	defer r.stop()
+
+	var timeout <-chan time.Time
+	if cmd.Timeout > 0 {
+		t := time.NewTimer(cmd.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var (
+		grace     *time.Timer
+		graceC    <-chan time.Time
+		exited    bool
+		exitCode  int
+		exitAt    time.Time
+		stdoutEOF bool
+		outDone   = r.outDone
+		sessDone  = r.sessionDone
+	)
+	finish := func() error {
+		r.closeStdin()
+		r.waitSession(killWait)
+		if exitCode == 0 {
+			return nil
+		}
+		return &ops.ExitError{Code: exitCode}
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			r.kill()
+			return ops.Canceled(ctx)
+		case <-timeout:
+			r.kill()
+			te := &ops.TimeoutError{Limit: cmd.Timeout}
+			if exited {
+				te.ShellExited, te.ShellExitCode, te.ShellRuntime = true, exitCode, exitAt.Sub(start)
+			}
+			return te
+		case ev := <-r.control:
+			switch ev.kind {
+			case "exit":
+				exited, exitCode, exitAt = true, ev.n, time.Now()
+				if stdoutEOF {
+					return finish()
+				}
+				grace = time.NewTimer(ops.ExitGrace)
+				defer grace.Stop()
+				graceC = grace.C
+			case "start":
+				r.waitSession(killWait)
+				return ev.err
+			}
+		case <-r.activity:
+			if grace != nil {
+				grace.Reset(ops.ExitGrace)
+			}
+		case <-graceC:
+			// An orphan holds the output open but has gone quiet.
+			return finish()
+		case <-outDone:
+			stdoutEOF = true
+			outDone = nil
+			if exited {
+				return finish()
+			}
+		case <-sessDone:
+			// The wrapper ended without reporting an exit: killed, or the
+			// connection dropped.
+			sessDone = nil
+			if ev, ok := r.drainControl(); ok {
+				if ev.kind == "start" {
+					return ev.err
+				}
+				exited, exitCode = true, ev.n
+				return finish()
+			}
+			return r.lostStatus(ctx)
+		}
+	}
+}
+
+// runState is one Run in flight.
+type runState struct {
+	b     *Backend
+	s     *ssh.Session
+	c     *conn
+	stdin io.WriteCloser
+	dir   string
+
+	mu      sync.Mutex
+	out     io.Writer
+	stopped bool
+
+	activity    chan struct{}
+	outDone     chan struct{}
+	control     chan controlEvent
+	sessionDone chan struct{}
+	waitErr     error
+
+	pgidMu    sync.Mutex
+	pgid      int
+	pgidKnown chan struct{}
+	stdinOnce sync.Once
+}
+
+type controlEvent struct {
+	kind string // "pgid", "exit" or "start"
+	n    int
+	err  error
+}
+
+// copyOut delivers output chunks as they arrive, never after Run returned.
+func (r *runState) copyOut(stdout io.Reader) {
+	defer close(r.outDone)
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := stdout.Read(buf)
+		if n > 0 {
+			r.mu.Lock()
+			if !r.stopped && r.out != nil {
+				r.out.Write(buf[:n])
+			}
+			r.mu.Unlock()
+			select {
+			case r.activity <- struct{}{}:
+			default:
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// readControl parses the wrapper's reports on the session's stderr.
+func (r *runState) readControl(stderr io.Reader) {
+	sc := bufio.NewScanner(stderr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "pgid":
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				r.pgidMu.Lock()
+				if r.pgid == 0 {
+					r.pgid = n
+					close(r.pgidKnown)
+				}
+				r.pgidMu.Unlock()
+			}
+		case "exit":
+			if n, err := strconv.Atoi(f[1]); err == nil {
+				r.control <- controlEvent{kind: "exit", n: n}
+			}
+		case "start":
+			var err error
+			switch {
+			case f[1] == "chdir" && len(f) > 2:
+				err = ops.PathError("chdir", r.dir, ops.Errno(f[2]))
+			default:
+				err = fmt.Errorf("sshops: %s not found on the remote host", f[1])
+			}
+			r.control <- controlEvent{kind: "start", err: &ops.StartError{Err: err}}
+		}
+	}
+	io.Copy(io.Discard, stderr)
+}
+
+// drainControl returns a control event that raced with the session's end.
+func (r *runState) drainControl() (controlEvent, bool) {
+	t := time.NewTimer(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case ev := <-r.control:
+			if ev.kind != "pgid" {
+				return ev, true
+			}
+		case <-t.C:
+			return controlEvent{}, false
+		}
+	}
+}
+
+// lostStatus explains a session that ended without the wrapper's report.
+func (r *runState) lostStatus(ctx context.Context) error {
+	err := r.waitErr
+	var ee *ssh.ExitError
+	if errors.As(err, &ee) {
+		code := ee.ExitStatus()
+		if sig := ee.Signal(); sig != "" {
+			code = 128 + signalNumber(sig)
+			return &ops.ExitError{Code: code, Signal: code - 128}
+		}
+		if code == 0 {
+			return nil
+		}
+		return &ops.ExitError{Code: code}
+	}
+	// The channel closed without a status: a dead connection, or a server
+	// that dropped it. Give the connection watcher a moment to notice.
+	select {
+	case <-r.c.dead:
+	case <-time.After(500 * time.Millisecond):
+	}
+	if r.c.isDead() {
+		return r.b.pool.transportErr("run", err)
+	}
+	if ctx.Err() != nil {
+		return ops.Canceled(ctx)
+	}
+	if err == nil {
+		err = errors.New("no report from the wrapper")
+	}
+	return fmt.Errorf("sshops: run: %w: %w", ops.ErrExitUnknown, err)
+}
+
+func (r *runState) closeStdin() {
+	r.stdinOnce.Do(func() { r.stdin.Close() })
+}
+
+// waitSession waits up to d for the session to end (the wrapper exits after
+// its watchdog killed the group).
+func (r *runState) waitSession(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.sessionDone:
+	case <-t.C:
+	}
+}
+
+// kill stops the whole process tree. Three ways, because none is enough
+// alone: closing stdin fires the wrapper's watchdog; a second session runs
+// kill on the recorded group (mandatory: OpenSSH before 10.0 refuses signal
+// requests for root logins, and closing a session does not kill a command
+// without a TTY); and a signal request for servers that honour it.
+func (r *runState) kill() {
+	r.closeStdin()
+	r.s.Signal(ssh.SIGKILL)
+	t := time.NewTimer(killWait)
+	defer t.Stop()
+	select {
+	case <-r.pgidKnown:
+	case <-r.sessionDone:
+	case <-t.C:
+	}
+	r.pgidMu.Lock()
+	pgid := r.pgid
+	r.pgidMu.Unlock()
+	if pgid > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), killWait)
+		r.b.runShort(ctx, fmt.Sprintf("kill -9 -%d 2>/dev/null; true", pgid))
+		cancel()
+	}
+	r.waitSession(time.Second)
+}
+
+// stop ends output delivery; later chunks are dropped.
+func (r *runState) stop() {
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	r.s.Close()
+}
+
+// runShort runs a short command in a session of its own and returns its
+// combined output.
+func (b *Backend) runShort(ctx context.Context, command string) ([]byte, error) {
+	s, c, err := b.pool.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer b.pool.release(c)
+	defer s.Close()
+	type res struct {
+		out []byte
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		out, err := s.CombinedOutput(command)
+		ch <- res{out, err}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil && c.isDead() {
+			return r.out, b.pool.transportErr("exec", r.err)
+		}
+		return r.out, r.err
+	case <-ctx.Done():
+		s.Close()
+		return nil, context.Cause(ctx)
+	}
+}
+
+// signalNumber maps an SSH signal name to its Linux number.
+func signalNumber(name string) int {
+	switch ssh.Signal(name) {
+	case ssh.SIGABRT:
+		return 6
+	case ssh.SIGALRM:
+		return 14
+	case ssh.SIGFPE:
+		return 8
+	case ssh.SIGHUP:
+		return 1
+	case ssh.SIGILL:
+		return 4
+	case ssh.SIGINT:
+		return 2
+	case ssh.SIGKILL:
+		return 9
+	case ssh.SIGPIPE:
+		return 13
+	case ssh.SIGQUIT:
+		return 3
+	case ssh.SIGSEGV:
+		return 11
+	case ssh.SIGTERM:
+		return 15
+	case ssh.SIGUSR1:
+		return 10
+	case ssh.SIGUSR2:
+		return 12
+	}
+	return 0
+}

@@ -1,0 +1,247 @@
+package sshops_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
+	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
+)
+
+var (
+	srvOnce sync.Once
+	srv     *sshtest.Server
+)
+
+// open starts one sshd for the package (on first use) and opens a backend
+// whose working directory is a fresh temporary directory.
+func open(t *testing.T) *sshops.Backend {
+	t.Helper()
+	s := sshtest.Start(t)
+	cfg := s.Config()
+	cfg.WorkDir = s.TempDir(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	b, err := sshops.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("New: %v\n%s", err, s.Log())
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestRunBasics(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	info := b.Info()
+	if info.Backend != "ssh" || info.OS != "linux" || info.Shell == "" || info.SpillDir == "" {
+		t.Fatalf("info: %+v", info)
+	}
+	var out syncBuf
+	err := b.Run(ctx, &ops.Cmd{Command: "echo out; echo err >&2; echo out2; pwd; echo $PAGER $FOO", Env: []string{"FOO=bar baz"}, Output: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "out\nerr\nout2\n" + info.WorkDir + "\ncat bar baz\n"
+	if out.String() != want {
+		t.Fatalf("output %q, want %q", out.String(), want)
+	}
+	err = b.Run(ctx, &ops.Cmd{Command: "exit 3"})
+	var ee *ops.ExitError
+	if !errors.As(err, &ee) || ee.Code != 3 {
+		t.Fatalf("exit 3: %v", err)
+	}
+	err = b.Run(ctx, &ops.Cmd{Command: "true", Dir: "/nonexistent/dir"})
+	var se *ops.StartError
+	if !errors.As(err, &se) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing dir: %v", err)
+	}
+}
+
+func TestRunTimeoutKillsTree(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	marker := path.Join(b.Info().WorkDir, "pids")
+	start := time.Now()
+	err := b.Run(ctx, &ops.Cmd{
+		Command: "sleep 300 & echo $! > " + marker + "; (sleep 301 &) ; echo ready; wait",
+		Timeout: 500 * time.Millisecond,
+	})
+	var te *ops.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("want timeout, got %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("timeout took %v", d)
+	}
+	var out syncBuf
+	err = b.Run(ctx, &ops.Cmd{Command: alive("$(cat " + marker + ") $(pgrep -f 'sleep 30[01]')"), Output: &out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := strings.TrimSpace(out.String()); s != "" {
+		t.Fatalf("processes survived: %q", s)
+	}
+}
+
+func TestRunCancel(t *testing.T) {
+	b := open(t)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	pr, pw := newReady()
+	go func() { <-pr; cancel(errors.New("user abort")) }()
+	err := b.Run(ctx, &ops.Cmd{Command: "echo ready; sleep 300", Output: pw})
+	if !errors.Is(err, ops.ErrCanceled) || !strings.Contains(err.Error(), "user abort") {
+		t.Fatalf("cancel: %v", err)
+	}
+}
+
+// newReady returns a writer that closes the channel when "ready" is written.
+func newReady() (<-chan struct{}, *readyWriter) {
+	w := &readyWriter{ch: make(chan struct{})}
+	return w.ch, w
+}
+
+type readyWriter struct {
+	syncBuf
+	once sync.Once
+	ch   chan struct{}
+}
+
+func (w *readyWriter) Write(p []byte) (int, error) {
+	n, err := w.syncBuf.Write(p)
+	if strings.Contains(w.String(), "ready") {
+		w.once.Do(func() { close(w.ch) })
+	}
+	return n, err
+}
+
+func TestFiles(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	dir := b.Info().WorkDir
+	f := path.Join(dir, "a.txt")
+	if err := b.WriteFile(ctx, f, []byte("one"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WriteFile(ctx, f, []byte("two"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ops.ReadFile(ctx, b, f)
+	if err != nil || string(got) != "two" {
+		t.Fatalf("read %q %v", got, err)
+	}
+	fi, err := b.Stat(ctx, f)
+	if err != nil || fi.Mode().Perm() != 0o640 {
+		t.Fatalf("mode kept? %v %v", fi.Mode(), err)
+	}
+	// Through a symlink: the target is updated, the link kept.
+	os.Symlink(f, path.Join(dir, "link"))
+	if err := b.WriteFile(ctx, path.Join(dir, "link"), []byte("three"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := b.Lstat(ctx, path.Join(dir, "link")); fi.Mode()&fs.ModeSymlink == 0 {
+		t.Fatal("link replaced")
+	}
+	if got, _ := os.ReadFile(f); string(got) != "three" {
+		t.Fatalf("target %q", got)
+	}
+	checkErr := func(err error, op string, code ops.Errno) {
+		t.Helper()
+		var pe *fs.PathError
+		if !errors.As(err, &pe) || pe.Op != op || ops.ErrnoOf(err) != code {
+			t.Fatalf("want %s %s, got %#v", op, code, err)
+		}
+	}
+	_, err = b.Open(ctx, path.Join(dir, "nope"))
+	checkErr(err, "open", ops.ENOENT)
+	_, err = b.Open(ctx, dir)
+	checkErr(err, "read", ops.EISDIR)
+	_, err = b.Stat(ctx, path.Join(f, "x"))
+	checkErr(err, "stat", ops.ENOTDIR)
+	_, err = b.ReadDir(ctx, f)
+	checkErr(err, "scandir", ops.ENOTDIR)
+	err = b.WriteFile(ctx, dir, []byte("x"), 0o644)
+	checkErr(err, "open", ops.EISDIR)
+	err = b.WriteFile(ctx, path.Join(dir, "missing", "x"), []byte("x"), 0o644)
+	checkErr(err, "open", ops.ENOENT)
+	os.Symlink("loop2", path.Join(dir, "loop1"))
+	os.Symlink("loop1", path.Join(dir, "loop2"))
+	_, err = b.Stat(ctx, path.Join(dir, "loop1"))
+	checkErr(err, "stat", ops.ELOOP)
+
+	if err := b.MkdirAll(ctx, path.Join(dir, "d/e/f"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(b.MkdirAll(ctx, path.Join(f, "x"), 0o755), "mkdir", ops.ENOTDIR)
+	rp, err := b.RealPath(ctx, path.Join(dir, "link"))
+	if err != nil || rp != f {
+		t.Fatalf("realpath %q %v", rp, err)
+	}
+	rp, err = b.RealPath(ctx, path.Join(dir, "d/e/new"))
+	if err != nil || rp != path.Join(dir, "d/e/new") {
+		t.Fatalf("realpath missing last %q %v", rp, err)
+	}
+	_, err = b.RealPath(ctx, path.Join(dir, "nod/new"))
+	checkErr(err, "realpath", ops.ENOENT)
+	ents, err := b.ReadDir(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	if strings.Join(names, ",") != "a.txt,d,link,loop1,loop2" {
+		t.Fatalf("readdir %v", names)
+	}
+	if err := b.Access(ctx, f, ops.AccessRead|ops.AccessWrite); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(b.Access(ctx, path.Join(dir, "nope"), ops.AccessRead), "access", ops.ENOENT)
+	w, err := b.OpenWriter(ctx, path.Join(dir, "spill.log"), os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write([]byte("abc"))
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, err = b.OpenWriter(ctx, path.Join(dir, "spill.log"), os.O_CREATE|os.O_EXCL, 0o600)
+	checkErr(err, "open", ops.EEXIST)
+	if err := b.Remove(ctx, path.Join(dir, "spill.log")); err != nil {
+		t.Fatal(err)
+	}
+	checkErr(b.Remove(ctx, path.Join(dir, "d")), "rm", ops.ENOTEMPTY)
+}
+
+// alive prints those of the pids that are alive and not zombies (a PID 1
+// that does not reap leaves killed processes as zombies).
+func alive(pids string) string {
+	return "for p in " + pids + "; do s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); case \"$s\" in Z|X|\"\") ;; *) echo $p;; esac; done"
+}

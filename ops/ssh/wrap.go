@@ -1,0 +1,102 @@
+package sshops
+
+import (
+	"fmt"
+	"strings"
+)
+
+// wrapScript runs one command in its own process group and reports on the
+// session's stderr, which it keeps as a control channel (the command's stderr
+// is merged into stdout at the source, so stdout carries the output in the
+// order it was written):
+//
+//	pgid N          the command's process group, once started
+//	exit N          the shell's exit status (128+n after signal n)
+//	start chdir E   the working directory could not be entered (errno E)
+//	start setsid    setsid(1) is missing
+//
+// The session's stdin is a watchdog: when the client closes it (the command
+// is done, or cancelled), or sshd does (the connection dropped), the whole
+// group gets SIGKILL. In a non-interactive shell a background job is not a
+// group leader, so `setsid CMD &` does not fork again and $! is the group.
+// Written for POSIX sh and busybox (`kill -9 -PGID`, no `--`, no setsid -w).
+const wrapScript = `exec 3>&2 4<&0 </dev/null
+if ! cd "$1" 2>/dev/null; then
+if [ ! -e "$1" ]; then e=ENOENT; elif [ ! -d "$1" ]; then e=ENOTDIR; else e=EACCES; fi
+printf 'start chdir %s\n' "$e" >&3; exit 127
+fi
+command -v setsid >/dev/null 2>&1 || { printf 'start setsid\n' >&3; exit 127; }
+s=$2 c=$3; shift 3
+for kv; do export "$kv"; done
+setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
+p=$!
+exec >/dev/null 2>&1
+printf 'pgid %s\n' "$p" >&3
+(read -r _; kill -9 -"$p") <&4 3>&- &
+w=$!
+exec 4<&-
+wait "$p"; st=$?
+printf 'exit %s\n' "$st" >&3
+wait "$w"
+exit "$st"`
+
+// remoteCommand is the exec request for one Run. sshd hands it to the user's
+// login shell, so everything is quoted for a POSIX shell and the wrapper runs
+// under /bin/sh whatever the login shell is.
+func remoteCommand(dir, shell, command string, env []string) string {
+	var b strings.Builder
+	b.WriteString("exec /bin/sh -c ")
+	b.WriteString(shQuote(wrapScript))
+	b.WriteString(" pi-sandbox ")
+	b.WriteString(shQuote(dir))
+	b.WriteByte(' ')
+	b.WriteString(shQuote(shell))
+	b.WriteByte(' ')
+	b.WriteString(shQuote(command))
+	for _, kv := range env {
+		b.WriteByte(' ')
+		b.WriteString(shQuote(kv))
+	}
+	return b.String()
+}
+
+// shQuote quotes s for a POSIX shell.
+func shQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkEnv rejects entries a shell cannot export.
+func checkEnv(env []string) error {
+	for _, kv := range env {
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok || !validName(k) {
+			return fmt.Errorf("sshops: bad environment entry %q", kv)
+		}
+	}
+	return nil
+}
+
+func validName(k string) bool {
+	if k == "" {
+		return false
+	}
+	for i, r := range k {
+		switch {
+		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
+		case r >= '0' && r <= '9' && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// defaultEnv is the non-interactive environment every command gets (DESIGN
+// §5); Cmd.Env overrides it.
+var defaultEnv = []string{
+	"PAGER=cat",
+	"GIT_PAGER=cat",
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_EDITOR=true",
+	"DEBIAN_FRONTEND=noninteractive",
+}
