@@ -49,8 +49,7 @@ const (
 var spinner = []string{"⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"}
 
 func newProgress(w io.Writer, tty bool) *progress {
-	p := &progress{w: w, tty: tty, width: 80, now: time.Now}
-	p.start = p.now()
+	p := newProgressClock(w, tty, time.Now)
 	if tty {
 		if f, ok := w.(*os.File); ok {
 			if cols, _, err := term.GetSize(int(f.Fd())); err == nil && cols > 20 {
@@ -61,6 +60,12 @@ func newProgress(w io.Writer, tty bool) *progress {
 		go p.tick()
 	}
 	return p
+}
+
+// newProgressClock makes a progress without the redraw ticker (tests drive
+// redraws themselves).
+func newProgressClock(w io.Writer, tty bool, now func() time.Time) *progress {
+	return &progress{w: w, tty: tty, width: 80, now: now, start: now()}
 }
 
 // tick redraws the live block so elapsed times move while calls run.
@@ -252,7 +257,7 @@ func (p *progress) remove(rc *runningCall) {
 func summarizeArgs(raw json.RawMessage) string {
 	var m map[string]any
 	if json.Unmarshal(raw, &m) == nil {
-		for _, k := range []string{"command", "path", "pattern"} {
+		for _, k := range []string{"command", "pattern", "path"} {
 			if s, ok := m[k].(string); ok && s != "" {
 				out := shorten(firstLine(s), 60)
 				if k == "pattern" {
