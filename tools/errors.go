@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -17,6 +18,30 @@ func checkAbort(ctx context.Context) error {
 		return errAborted
 	}
 	return nil
+}
+
+// abortable runs fn and returns its outcome, or "Operation aborted" as soon
+// as ctx is done, without waiting for fn's I/O (pi rejects read, ls… on the
+// abort signal while the work finishes in the background).
+func abortable(ctx context.Context, fn func() (*loop.Result, error)) (*loop.Result, error) {
+	type outcome struct {
+		res *loop.Result
+		err error
+	}
+	ch := make(chan outcome, 1)
+	go func() {
+		res, err := fn()
+		ch <- outcome{res, err}
+	}()
+	select {
+	case o := <-ch:
+		if ctx.Err() != nil {
+			return nil, errAborted
+		}
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, errAborted
+	}
 }
 
 // nodeError formats a file error as Node does:

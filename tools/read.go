@@ -50,26 +50,7 @@ func (t *readTool) Execute(ctx context.Context, _ string, args map[string]any, _
 	if err := loop.DecodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	// pi rejects as soon as the call is aborted, without waiting for I/O;
-	// the read stops on its own once it sees ctx.
-	type outcome struct {
-		res *loop.Result
-		err error
-	}
-	ch := make(chan outcome, 1)
-	go func() {
-		res, err := t.read(ctx, &a)
-		ch <- outcome{res, err}
-	}()
-	select {
-	case o := <-ch:
-		if ctx.Err() != nil {
-			return nil, errAborted
-		}
-		return o.res, o.err
-	case <-ctx.Done():
-		return nil, errAborted
-	}
+	return abortable(ctx, func() (*loop.Result, error) { return t.read(ctx, &a) })
 }
 
 func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) {

@@ -9,7 +9,6 @@ import (
 	"errors"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
-	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 type stub string
@@ -22,5 +21,3 @@ func (s stub) Mode() loop.Mode             { return loop.Parallel }
 func (s stub) Execute(context.Context, string, map[string]any, loop.UpdateFunc) (*loop.Result, error) {
 	return nil, errors.New("tools: " + string(s) + " is not implemented yet")
 }
-
-func NewLs(fsys ops.FS, info ops.Info) loop.Tool                      { return stub("ls") }
