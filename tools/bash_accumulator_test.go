@@ -242,3 +242,21 @@ func TestBashHeadTail(t *testing.T) {
 		}
 	}
 }
+
+// FuzzBashUTF8Stream: decoding in three chunks equals decoding at once, and
+// agrees with read's decoder (both follow the WHATWG rules).
+func FuzzBashUTF8Stream(f *testing.F) {
+	f.Add([]byte("aé\xe2\x82A🙂\xff€\xf0\x9f\x99\n\xed\xa0\x80z\xc3"), uint16(3), uint16(9))
+	f.Add([]byte("\xf4\x90\x80\x80\xe0\x80"), uint16(1), uint16(2))
+	f.Fuzz(func(t *testing.T, data []byte, i, j uint16) {
+		a := int(i) % (len(data) + 1)
+		b := a + int(j)%(len(data)-a+1)
+		whole := bashDecodeChunks(data)
+		if got := bashDecodeChunks(data[:a], data[a:b], data[b:]); got != whole {
+			t.Fatalf("split %d,%d: %q, want %q", a, b, got, whole)
+		}
+		if other := decodeString(data); other != whole {
+			t.Fatalf("bash decoder %q, read's decoder %q", whole, other)
+		}
+	})
+}

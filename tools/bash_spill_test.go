@@ -7,8 +7,10 @@ import (
 	"io"
 	"io/fs"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -261,5 +263,27 @@ func TestBashSpillNoFS(t *testing.T) {
 	}
 	if want := "Full output: not saved (no file system for the spill file)]"; !strings.HasSuffix(res.Content[0].Text, want) {
 		t.Errorf("text ends %q", bashTailOf(res.Content[0].Text, 100))
+	}
+}
+
+// TestBashNoGoroutineLeak: the spill writer and the throttle timer are gone
+// once Execute returns (timers may take a moment to unwind).
+func TestBashNoGoroutineLeak(t *testing.T) {
+	before := runtime.NumGoroutine()
+	for range 20 {
+		fsys := newBashMemFS(bashWorkDir, bashSpillDir)
+		r := &bashFakeRunner{fn: randomChunks(bytes.Repeat([]byte("leak?\n"), 50000), 9, 8<<10)}
+		if _, err, _ := runBash(t, t.Context(), r, fsys, map[string]any{"command": "x"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		runtime.Gosched()
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
