@@ -168,7 +168,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 	// 1.6 computes the details before writing.
-	details := computeEditDetails(path, applied.base, applied.newText)
+	details := computeEditDetails(path, applied.base, applied.newText, applied.reps)
 
 	if err := checkAbort(ctx); err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -50,7 +51,19 @@ type diffPath struct {
 
 // diffLines is jsdiff's diffLines(oldStr, newStr) without options.
 func diffLines(oldStr, newStr string) []diffPart {
-	oldTok, newTok := diffTokens(oldStr), diffTokens(newStr)
+	parts, _ := myersLines(diffTokens(oldStr), diffTokens(newStr), -1)
+	return parts
+}
+
+// maxDiffEdit bounds the edit length the Myers search explores: its time
+// and garbage grow with the square of the number of changed lines, so a
+// rewrite of thousands of lines would take seconds and gigabytes. Past the
+// bound the changed block is shown as removed then added, in full.
+const maxDiffEdit = 3000
+
+// myersLines diffs two line lists as jsdiff does. With maxEdit >= 0 it gives
+// up (false) once more than maxEdit lines would have to change.
+func myersLines(oldTok, newTok []string, maxEdit int) ([]diffPart, bool) {
 	// Compare interned ids instead of strings.
 	ids := map[string]int{}
 	intern := func(toks []string) []int {
@@ -118,7 +131,7 @@ func diffLines(oldStr, newStr string) []diffPart {
 	initial := &diffPath{oldPos: -1}
 	newPos := extractCommon(initial, 0)
 	if initial.oldPos+1 >= oldLen && newPos+1 >= newLen {
-		return build(initial.last)
+		return build(initial.last), true
 	}
 	// best[offset+k] is the furthest-reaching path on diagonal k = oldPos-newPos.
 	offset := newLen + 1
@@ -132,7 +145,11 @@ func diffLines(oldStr, newStr string) []diffPart {
 	if newPos+1 >= newLen {
 		minDiag = 1
 	}
-	for editLength := 1; editLength <= oldLen+newLen; editLength++ {
+	limit := oldLen + newLen
+	if maxEdit >= 0 {
+		limit = min(limit, maxEdit)
+	}
+	for editLength := 1; editLength <= limit; editLength++ {
 		for k := max(minDiag, -editLength); k <= min(maxDiag, editLength); k += 2 {
 			removePath, addPath := best[offset+k-1], best[offset+k+1]
 			if removePath != nil {
@@ -156,7 +173,7 @@ func diffLines(oldStr, newStr string) []diffPart {
 			}
 			newPos = extractCommon(base, k)
 			if base.oldPos+1 >= oldLen && newPos+1 >= newLen {
-				return build(base.last)
+				return build(base.last), true
 			}
 			best[offset+k] = base
 			if base.oldPos+1 >= oldLen {
@@ -167,31 +184,168 @@ func diffLines(oldStr, newStr string) []diffPart {
 			}
 		}
 	}
-	// Unreachable: editLength oldLen+newLen always reaches the end.
-	return nil
+	// Only a bounded search ends here: editLength oldLen+newLen always
+	// reaches the end.
+	return nil, false
+}
+
+// blockParts is the fallback diff: the common leading and trailing lines,
+// and everything between them removed then added.
+func blockParts(oldTok, newTok []string) []diffPart {
+	pre := 0
+	for pre < len(oldTok) && pre < len(newTok) && oldTok[pre] == newTok[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(oldTok)-pre && suf < len(newTok)-pre && oldTok[len(oldTok)-1-suf] == newTok[len(newTok)-1-suf] {
+		suf++
+	}
+	var parts []diffPart
+	if pre > 0 {
+		parts = append(parts, diffPart{lines: oldTok[:pre]})
+	}
+	if mid := oldTok[pre : len(oldTok)-suf]; len(mid) > 0 {
+		parts = append(parts, diffPart{removed: true, lines: mid})
+	}
+	if mid := newTok[pre : len(newTok)-suf]; len(mid) > 0 {
+		parts = append(parts, diffPart{added: true, lines: mid})
+	}
+	if suf > 0 {
+		parts = append(parts, diffPart{lines: oldTok[len(oldTok)-suf:]})
+	}
+	return parts
+}
+
+// diffWindow is how many unchanged lines around each replacement pi 1.6
+// hands to the line diff; farther lines are known to be equal.
+const diffWindow = 32
+
+// editParts is the line diff of base → newText computed, as pi 1.6 does,
+// only in windows of diffWindow lines around the replacements reps (in base
+// coordinates) that produced newText. It equals the whole-file diff except,
+// possibly, for how repeated lines are aligned.
+func editParts(base, newText string, reps []lfReplacement) []diffPart {
+	baseTok, newTok := diffTokens(base), diffTokens(newText)
+	baseStarts, newStarts := tokenStarts(baseTok), tokenStarts(newTok)
+	type window struct{ bs, be, ns, ne int }
+	var wins []window
+	delta := 0
+	for _, r := range reps {
+		bs := lineAt(base, baseStarts, r.start)
+		be := min(len(baseTok), lineAt(base, baseStarts, r.end)+1)
+		nStart, nEnd := r.start+delta, r.start+delta+len(r.text)
+		delta += len(r.text) - (r.end - r.start)
+		ns := lineAt(newText, newStarts, nStart)
+		ne := min(len(newTok), lineAt(newText, newStarts, nEnd)+1)
+		w := window{bs: max(0, bs-diffWindow)}
+		w.ns = ns - (bs - w.bs)
+		w.be = min(len(baseTok), be+diffWindow)
+		w.ne = ne + (w.be - be)
+		if n := len(wins); n > 0 && w.bs <= wins[n-1].be {
+			if w.be > wins[n-1].be {
+				wins[n-1].be, wins[n-1].ne = w.be, w.ne
+			}
+			continue
+		}
+		wins = append(wins, w)
+	}
+	// The lines between windows are equal by construction; anything else
+	// is a bug, answered with the whole-file diff.
+	var parts []diffPart
+	pb, pn := 0, 0
+	for _, w := range wins {
+		if w.bs-pb != w.ns-pn || w.ns < pn || w.ne > len(newTok) || w.ne < w.ns {
+			return diffTokensParts(baseTok, newTok)
+		}
+		parts = appendParts(parts, diffPart{lines: baseTok[pb:w.bs]})
+		for _, p := range diffTokensParts(baseTok[w.bs:w.be], newTok[w.ns:w.ne]) {
+			parts = appendParts(parts, p)
+		}
+		pb, pn = w.be, w.ne
+	}
+	if len(baseTok)-pb != len(newTok)-pn {
+		return diffTokensParts(baseTok, newTok)
+	}
+	return appendParts(parts, diffPart{lines: baseTok[pb:]})
+}
+
+// diffTokensParts is the bounded Myers diff with the block fallback.
+func diffTokensParts(oldTok, newTok []string) []diffPart {
+	if parts, ok := myersLines(oldTok, newTok, maxDiffEdit); ok {
+		return parts
+	}
+	return blockParts(oldTok, newTok)
+}
+
+// appendParts appends p, merging it into the previous part of the same kind
+// (the formatters expect maximal runs) and dropping empty parts.
+func appendParts(parts []diffPart, p diffPart) []diffPart {
+	if len(p.lines) == 0 {
+		return parts
+	}
+	if n := len(parts); n > 0 && parts[n-1].added == p.added && parts[n-1].removed == p.removed {
+		last := parts[n-1].lines
+		parts[n-1].lines = append(last[:len(last):len(last)], p.lines...)
+		return parts
+	}
+	return append(parts, p)
+}
+
+// tokenStarts returns the byte offset at which each token starts.
+func tokenStarts(toks []string) []int {
+	starts := make([]int, len(toks))
+	off := 0
+	for i, t := range toks {
+		starts[i] = off
+		off += len(t)
+	}
+	return starts
+}
+
+// lineAt returns the number of "\n" in s[:off], the index of the line that
+// contains off.
+func lineAt(s string, starts []int, off int) int {
+	if off >= len(s) && strings.HasSuffix(s, "\n") {
+		return len(starts)
+	}
+	return max(0, sort.SearchInts(starts, off+1)-1)
 }
 
 // trimNL drops a line's trailing "\n".
 func trimNL(line string) string { return strings.TrimSuffix(line, "\n") }
 
-// displayDiff is pi's generateDiffString: numbered lines ("-", "+" or " ",
-// the number padded to the width of the larger line count), contextLines of
-// context around changes and " <pad> ..." where unchanged lines are skipped.
-// It also returns the new-file line where the first change begins (0: none).
+// displayDiff is pi's generateDiffString as 1.6 shows it: numbered lines
+// ("-" with the old line number, "+" with the new one, " " with the old one
+// for context), numbers padded to the width of the larger line count,
+// contextLines of context on each side of a change, and " <pad> ..." for
+// each skipped run of unchanged lines; a run between two changes is shown
+// whole up to 2*contextLines lines, else as its first and last
+// contextLines around a marker. It also returns the new-file line where the
+// first change begins (0: no change).
 func displayDiff(parts []diffPart, oldStr, newStr string, contextLines int) (string, int) {
 	width := len(strconv.Itoa(max(strings.Count(oldStr, "\n"), strings.Count(newStr, "\n")) + 1))
-	pad := func(n int) string {
-		s := strconv.Itoa(n)
-		if len(s) < width {
-			s = strings.Repeat(" ", width-len(s)) + s
+	var b strings.Builder
+	line := func(sign byte, n int, text string) {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
 		}
-		return s
+		b.WriteByte(sign)
+		num := strconv.Itoa(n)
+		for range width - len(num) {
+			b.WriteByte(' ')
+		}
+		b.WriteString(num)
+		b.WriteByte(' ')
+		b.WriteString(trimNL(text))
 	}
-	ellipsis := " " + strings.Repeat(" ", width) + " ..."
+	ellipsis := func() {
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(" " + strings.Repeat(" ", width) + " ...")
+	}
 
-	var out []string
 	oldLine, newLine := 1, 1
-	lastWasChange := false
 	first := 0
 	for i, part := range parts {
 		if part.changed() {
@@ -200,51 +354,51 @@ func displayDiff(parts []diffPart, oldStr, newStr string, contextLines int) (str
 			}
 			for _, l := range part.lines {
 				if part.added {
-					out = append(out, "+"+pad(newLine)+" "+trimNL(l))
+					line('+', newLine, l)
 					newLine++
 				} else {
-					out = append(out, "-"+pad(oldLine)+" "+trimNL(l))
+					line('-', oldLine, l)
 					oldLine++
 				}
 			}
-			lastWasChange = true
 			continue
 		}
-		nextIsChange := i < len(parts)-1 && parts[i+1].changed()
+		before := i > 0 && parts[i-1].changed()
+		after := i < len(parts)-1 && parts[i+1].changed()
 		raw := part.lines
-		if lastWasChange || nextIsChange {
-			show := raw
-			skipStart, skipEnd := 0, 0
-			if !lastWasChange {
-				skipStart = max(0, len(raw)-contextLines)
-				show = raw[skipStart:]
+		// Lines shown at the start and at the end of the run.
+		head, tail := 0, 0
+		switch {
+		case before && after:
+			if len(raw) <= 2*contextLines {
+				head = len(raw)
+			} else {
+				head, tail = contextLines, contextLines
 			}
-			if !nextIsChange && len(show) > contextLines {
-				skipEnd = len(show) - contextLines
-				show = show[:contextLines]
-			}
-			if skipStart > 0 {
-				out = append(out, ellipsis)
-				oldLine += skipStart
-				newLine += skipStart
-			}
-			for _, l := range show {
-				out = append(out, " "+pad(oldLine)+" "+trimNL(l))
-				oldLine++
-				newLine++
-			}
-			if skipEnd > 0 {
-				out = append(out, ellipsis)
-				oldLine += skipEnd
-				newLine += skipEnd
-			}
-		} else {
-			oldLine += len(raw)
-			newLine += len(raw)
+		case before:
+			head = min(len(raw), contextLines)
+		case after:
+			tail = min(len(raw), contextLines)
 		}
-		lastWasChange = false
+		for _, l := range raw[:head] {
+			line(' ', oldLine, l)
+			oldLine++
+			newLine++
+		}
+		if skipped := len(raw) - head - tail; skipped > 0 {
+			if before || after {
+				ellipsis()
+			}
+			oldLine += skipped
+			newLine += skipped
+		}
+		for _, l := range raw[len(raw)-tail:] {
+			line(' ', oldLine, l)
+			oldLine++
+			newLine++
+		}
 	}
-	return strings.Join(out, "\n"), first
+	return b.String(), first
 }
 
 // patchHunk is one hunk of a unified patch; lines carry their prefix and
@@ -346,9 +500,10 @@ type editDetails struct {
 	FirstChangedLine *int   `json:"firstChangedLine,omitempty"`
 }
 
-// computeEditDetails diffs the LF base against the LF result.
-func computeEditDetails(name, base, newText string) editDetails {
-	parts := diffLines(base, newText)
+// computeEditDetails diffs the LF base against the LF result, around the
+// replacements reps that produced it.
+func computeEditDetails(name, base, newText string, reps []lfReplacement) editDetails {
+	parts := editParts(base, newText, reps)
 	diff, first := displayDiff(parts, base, newText, 4)
 	d := editDetails{Diff: diff, Patch: unifiedPatch(name, parts, 4)}
 	if first > 0 {

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,9 +33,12 @@ func TestEditDisplayDiffGolden(t *testing.T) {
 		// A run of 8 unchanged lines between two changes is kept whole.
 		{"gap of 8", numberedLines(1, 10, "x"), strings.NewReplacer("x1\n", "X1\n", "x10\n", "X10\n").Replace(numberedLines(1, 10, "x")),
 			"- 1 x1\n+ 1 X1\n  2 x2\n  3 x3\n  4 x4\n  5 x5\n  6 x6\n  7 x7\n  8 x8\n  9 x9\n-10 x10\n+10 X10", 1},
-		// A longer run keeps no marker in between (pi's quirk): 4 after, 4 before.
+		// A longer run shows 4 lines after the change, a marker, 4 before the next.
 		{"gap of 9", numberedLines(1, 11, "x"), strings.NewReplacer("x1\n", "X1\n", "x11\n", "X11\n").Replace(numberedLines(1, 11, "x")),
-			"- 1 x1\n+ 1 X1\n  2 x2\n  3 x3\n  4 x4\n  5 x5\n  6 x6\n  7 x7\n  8 x8\n  9 x9\n 10 x10\n-11 x11\n+11 X11", 1},
+			"- 1 x1\n+ 1 X1\n  2 x2\n  3 x3\n  4 x4\n  5 x5\n    ...\n  7 x7\n  8 x8\n  9 x9\n 10 x10\n-11 x11\n+11 X11", 1},
+		{"short runs at the ends", "a\nb\nc\n", "a\nB\nc\n", " 1 a\n-2 b\n+2 B\n 3 c", 2},
+		{"three changes", numberedLines(1, 30, "y"), strings.NewReplacer("y3\n", "Y3\n", "y15\n", "Y15\n", "y18\n", "").Replace(numberedLines(1, 30, "y")),
+			"  1 y1\n  2 y2\n- 3 y3\n+ 3 Y3\n  4 y4\n  5 y5\n  6 y6\n  7 y7\n    ...\n 11 y11\n 12 y12\n 13 y13\n 14 y14\n-15 y15\n+15 Y15\n 16 y16\n 17 y17\n-18 y18\n 19 y19\n 20 y20\n 21 y21\n 22 y22\n    ...", 3},
 		{"pure deletion", "a\nb\nc\n", "a\nc\n", " 1 a\n-2 b\n 3 c", 2},
 		// Context lines carry old line numbers.
 		{"pure insertion", "a\nc\n", "a\nb\nc\n", " 1 a\n+2 b\n 2 c", 2},
@@ -86,7 +91,7 @@ func TestEditPatchGolden(t *testing.T) {
 }
 
 func TestEditDetailsJSON(t *testing.T) {
-	d := computeEditDetails("a.txt", "Hello, world!", "Hello, testing!")
+	d := computeEditDetails("a.txt", "Hello, world!", "Hello, testing!", []lfReplacement{{7, 12, "testing"}})
 	if d.FirstChangedLine == nil || *d.FirstChangedLine != 1 {
 		t.Fatalf("firstChangedLine = %v", d.FirstChangedLine)
 	}
@@ -203,7 +208,24 @@ func lcsLen(a, b []string) int {
 // checkDiff verifies the invariants of diffLines and unifiedPatch for a pair.
 func checkDiff(t *testing.T, old, new string) {
 	t.Helper()
-	parts := diffLines(old, new)
+	checkParts(t, old, new, diffLines(old, new), true)
+}
+
+// checkParts verifies that parts rebuild both texts, alternate properly,
+// are minimal when asked, and give a patch that applies.
+func checkParts(t *testing.T, old, new string, parts []diffPart, minimal bool) {
+	t.Helper()
+	for i, p := range parts {
+		if len(p.lines) == 0 || p.added && p.removed {
+			t.Fatalf("bad part %d: %+v", i, p)
+		}
+		if i > 0 && parts[i-1].added == p.added && parts[i-1].removed == p.removed {
+			t.Fatalf("parts %d and %d are of the same kind", i-1, i)
+		}
+		if i > 0 && parts[i-1].added && p.removed {
+			t.Fatalf("an addition before a removal at part %d", i)
+		}
+	}
 	var o, n strings.Builder
 	common := 0
 	for _, p := range parts {
@@ -222,7 +244,7 @@ func checkDiff(t *testing.T, old, new string) {
 	if o.String() != old || n.String() != new {
 		t.Fatalf("parts do not rebuild the texts: %q %q", old, new)
 	}
-	if a, b := diffTokens(old), diffTokens(new); len(a)*len(b) < 1<<16 {
+	if a, b := diffTokens(old), diffTokens(new); minimal && len(a)*len(b) < 1<<16 {
 		if want := lcsLen(a, b); common != want {
 			t.Fatalf("diff keeps %d common lines, the LCS has %d (%q → %q)", common, want, old, new)
 		}
@@ -264,5 +286,89 @@ func FuzzEditDiff(f *testing.F) {
 	f.Add("\n\n\n", "\n")
 	f.Fuzz(func(t *testing.T, old, new string) {
 		checkDiff(t, old, new)
+	})
+}
+
+// TestEditWindowedDiff: diffing only around the replacements gives the
+// whole-file result on a big file with scattered edits, with a patch that
+// applies.
+func TestEditWindowedDiff(t *testing.T) {
+	base := numberedLines(1, 2000, "line ")
+	var reps []lfReplacement
+	for _, n := range []int{1, 40, 41, 500, 560, 1999, 2000} {
+		old := fmt.Sprintf("line %d\n", n)
+		i := strings.Index(base, "\n"+old) + 1
+		if n == 1 {
+			i = 0
+		}
+		text := fmt.Sprintf("LINE %d\nextra %d\n", n, n)
+		if n == 560 {
+			text = "" // a deletion
+		}
+		reps = append(reps, lfReplacement{i, i + len(old), text})
+	}
+	reps = append(reps, lfReplacement{len(base), len(base), "tail\n"}) // an insertion at the end
+	newText := applyLFReplacements(base, reps)
+	got := editParts(base, newText, reps)
+	checkParts(t, base, newText, got, false)
+	whole := diffLines(base, newText)
+	if gd, _ := displayDiff(got, base, newText, 4); func() bool { wd, _ := displayDiff(whole, base, newText, 4); return gd != wd }() {
+		t.Errorf("windowed display diff differs from the whole-file one:\n%s", gd)
+	}
+	if unifiedPatch("f", got, 4) != unifiedPatch("f", whole, 4) {
+		t.Error("windowed patch differs from the whole-file one")
+	}
+}
+
+// TestEditDiffBound: past maxEdit the search gives up and the block
+// fallback still yields a valid diff.
+func TestEditDiffBound(t *testing.T) {
+	old := numberedLines(1, 50, "a")
+	new := "head\n" + numberedLines(1, 50, "b") + "a50\n"
+	if _, ok := myersLines(diffTokens(old), diffTokens(new), 10); ok {
+		t.Fatal("a 100-line change must exceed a bound of 10")
+	}
+	if _, ok := myersLines(diffTokens(old), diffTokens(new), 200); !ok {
+		t.Fatal("a bound above the edit length must succeed")
+	}
+	parts := blockParts(diffTokens(old), diffTokens(new))
+	checkParts(t, old, new, parts, false)
+	if len(parts) != 3 || !parts[0].removed || !parts[1].added || parts[2].changed() {
+		t.Errorf("block fallback parts: %+v", parts)
+	}
+}
+
+// FuzzEditWindowedDiff: random replacements in a long text; the windowed
+// diff must rebuild both texts and give a patch that applies.
+func FuzzEditWindowedDiff(f *testing.F) {
+	f.Add("a\nb\n\nc", uint64(1))
+	f.Add("x", uint64(7))
+	f.Fuzz(func(t *testing.T, text string, seed uint64) {
+		r := rand.New(rand.NewPCG(seed, seed>>7))
+		var b strings.Builder
+		lines := strings.Split(text, "\n")
+		for i := range 200 {
+			if r.IntN(3) == 0 {
+				b.WriteString(lines[r.IntN(len(lines))] + "\n")
+			} else {
+				fmt.Fprintf(&b, "l%d\n", i%50)
+			}
+		}
+		base := b.String()
+		var cuts []int
+		for range 2 * (1 + r.IntN(5)) {
+			cuts = append(cuts, r.IntN(len(base)+1))
+		}
+		slices.Sort(cuts)
+		var reps []lfReplacement
+		for i := 0; i < len(cuts); i += 2 {
+			var text string
+			for range r.IntN(4) {
+				text += lines[r.IntN(len(lines))] + []string{"\n", "", "x\n"}[r.IntN(3)]
+			}
+			reps = append(reps, lfReplacement{cuts[i], cuts[i+1], text})
+		}
+		newText := applyLFReplacements(base, reps)
+		checkParts(t, base, newText, editParts(base, newText, reps), false)
 	})
 }

@@ -146,7 +146,8 @@ func checkEditInvariants(t *testing.T, content string, edits []editSpec) {
 	if !strings.ContainsRune(content, '\r') && out != got.newText {
 		t.Fatalf("LF file written as %q, want %q", out, got.newText)
 	}
-	checkDiff(t, got.base, got.newText)
+	parts := editParts(got.base, got.newText, got.reps)
+	checkParts(t, got.base, got.newText, parts, strings.Count(got.base, "\n") <= diffWindow)
 }
 
 // FuzzEditMatch: applyEdits never panics, a success contains every newText,

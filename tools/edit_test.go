@@ -445,3 +445,56 @@ func TestEditAndWriteNeverInterleave(t *testing.T) {
 		t.Errorf("final content %q, replay says %q", got, want)
 	}
 }
+
+// benchFile is n numbered lines.
+func benchFile(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "\tvalue_%06d := compute(%d) // some code on line %d\n", i, i, i)
+	}
+	return b.String()
+}
+
+func benchmarkEdit(b *testing.B, lines int, pairs func(i int) []string) {
+	m := memfs.New()
+	content := benchFile(lines)
+	tool := NewEdit(m, m.Info(), NewMutationQueue(m))
+	b.SetBytes(int64(len(content)))
+	for i := 0; b.Loop(); i++ {
+		if err := m.AddFile("/work/big.go", []byte(content), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := tool.Execute(context.Background(), "", editArgs("big.go", pairs(i)...), nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEditOneLine: one edit in the middle of a 100k-line (6 MB) file.
+func BenchmarkEditOneLine(b *testing.B) {
+	benchmarkEdit(b, 100_000, func(int) []string {
+		return []string{"value_050000 := compute(50000)", "value_050000 := recompute(50000)"}
+	})
+}
+
+// BenchmarkEditTenScattered: ten edits spread over a 100k-line file.
+func BenchmarkEditTenScattered(b *testing.B) {
+	benchmarkEdit(b, 100_000, func(int) []string {
+		var p []string
+		for k := range 10 {
+			n := k*9_999 + 7
+			p = append(p, fmt.Sprintf("compute(%d)", n), fmt.Sprintf("recompute(%d)", n))
+		}
+		return p
+	})
+}
+
+// BenchmarkEditBigBlock: replaces 2,000 consecutive lines of a 10k-line file
+// with different ones (the diff's worst case: D = 4,000).
+func BenchmarkEditBigBlock(b *testing.B) {
+	block := benchFile(10_000)
+	lines := strings.SplitAfter(block, "\n")
+	oldBlock := strings.Join(lines[4_000:6_000], "")
+	newBlock := strings.ReplaceAll(oldBlock, "compute", "calc")
+	benchmarkEdit(b, 10_000, func(int) []string { return []string{oldBlock, newBlock} })
+}
