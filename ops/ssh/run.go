@@ -90,10 +90,7 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	finish := func() error {
 		r.closeStdin()
 		r.waitSession(killWait)
-		if exitCode == 0 {
-			return nil
-		}
-		return &ops.ExitError{Code: exitCode}
+		return exitErr(exitCode)
 	}
 	for {
 		select {
@@ -148,6 +145,19 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 			return r.lostStatus(ctx)
 		}
 	}
+}
+
+// exitErr turns the wrapper's status into Run's result. sh reports a
+// signal death as 128+n; like the docker backend we read statuses 129..192
+// that way (a command that exits 130 itself looks the same).
+func exitErr(code int) error {
+	switch {
+	case code == 0:
+		return nil
+	case code > 128 && code <= 128+64:
+		return &ops.ExitError{Code: code, Signal: code - 128}
+	}
+	return &ops.ExitError{Code: code}
 }
 
 // runState is one Run in flight.
