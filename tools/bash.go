@@ -196,13 +196,30 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 		Output:  s,
 		Timeout: limit,
 	})
-	var se *ops.StartError
-	var pe *fs.PathError
-	if errors.As(err, &se) && errors.As(se.Err, &pe) && (pe.Op == "chdir" || pe.Path == cwd) &&
-		errors.Is(pe, fs.ErrNotExist) {
+	if t.startedWithoutDir(ctx, err, cwd) {
 		return timeoutText, false, missingWorkDir(cwd, err)
 	}
 	return timeoutText, true, err
+}
+
+// startedWithoutDir reports whether err is a failure to start because cwd
+// is missing: the runner says so (a "chdir" PathError, the ops contract), or
+// it reports some ENOENT and cwd is indeed gone (os/exec reports a failed
+// chdir as "fork/exec <shell>: no such file or directory").
+func (t *bashTool) startedWithoutDir(ctx context.Context, err error, cwd string) bool {
+	var se *ops.StartError
+	if !errors.As(err, &se) || !errors.Is(se.Err, fs.ErrNotExist) {
+		return false
+	}
+	var pe *fs.PathError
+	if errors.As(se.Err, &pe) && (pe.Op == "chdir" || pe.Path == cwd) {
+		return true
+	}
+	if t.fsys == nil {
+		return false
+	}
+	_, serr := t.fsys.Stat(ctx, cwd)
+	return errors.Is(serr, fs.ErrNotExist)
 }
 
 func missingWorkDir(cwd string, cause error) error {

@@ -402,3 +402,33 @@ func TestBashJSNumber(t *testing.T) {
 		}
 	}
 }
+
+// bashVanishingFS: the working directory exists for the first Stat only, as
+// when it is removed between the check and the start.
+type bashVanishingFS struct {
+	*bashMemFS
+	stats int
+}
+
+func (f *bashVanishingFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	f.stats++
+	if f.stats == 1 {
+		return bashDirInfo{name}, nil
+	}
+	return nil, ops.PathError("stat", name, ops.ENOENT)
+}
+
+func TestBashWorkDirVanishes(t *testing.T) {
+	// os/exec's way of reporting a failed chdir.
+	startErr := &ops.StartError{Err: fmt.Errorf("local: start: %w", &fs.PathError{Op: "fork/exec", Path: "/bin/bash", Err: ops.ENOENT})}
+	r := &bashFakeRunner{fn: bashEmitting(startErr)}
+	_, err, _ := runBash(t, t.Context(), r, &bashVanishingFS{bashMemFS: newBashMemFS()}, map[string]any{"command": "x"})
+	if err == nil || err.Error() != "Working directory does not exist: /w\nCannot execute bash commands." {
+		t.Fatalf("err %v", err)
+	}
+	// The directory is there: the start error is the shell's, unchanged.
+	_, err, _ = runBash(t, t.Context(), r, newBashMemFS(bashWorkDir), map[string]any{"command": "x"})
+	if err != startErr {
+		t.Fatalf("err %v, want the start error unchanged", err)
+	}
+}

@@ -162,7 +162,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 
-	bom, content := stripBOM(decodeString(data))
+	bom, content := stripBOM(decodeUTF8(data))
 	applied, err := applyEdits(normalizeToLF(content), edits, path)
 	if err != nil {
 		return nil, err
