@@ -498,3 +498,39 @@ func BenchmarkEditBigBlock(b *testing.B) {
 	newBlock := strings.ReplaceAll(oldBlock, "compute", "calc")
 	benchmarkEdit(b, 10_000, func(int) []string { return []string{oldBlock, newBlock} })
 }
+
+// TestEditThroughLoop runs edit calls as a model sends them: legacy forms are
+// folded by PrepareArguments before validation, and one batch's parallel
+// edits of one file both land.
+func TestEditThroughLoop(t *testing.T) {
+	m, tool := newEditEnv(t)
+	addFile(t, m, "/work/a.txt", "one\ntwo\nthree\nfour\n")
+	l, err := loop.New([]loop.Tool{tool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []loop.ToolCall{
+		{ID: "c1", Name: "edit", Arguments: json.RawMessage(`{"path":"a.txt","oldText":"one","newText":"ONE"}`)},
+		{ID: "c2", Name: "edit", Arguments: json.RawMessage(`{"path":"a.txt","edits":"[{\"oldText\":\"two\",\"newText\":\"TWO\"}]"}`)},
+		{ID: "c3", Name: "edit", Arguments: json.RawMessage(`{"path":"a.txt","edits":{"oldText":"three","newText":"THREE"}}`)},
+		{ID: "c4", Name: "edit", Arguments: json.RawMessage(`{"path":"a.txt","edits":[]}`)},
+	}
+	b := l.RunBatch(context.Background(), nil, calls, nil)
+	want := []string{
+		"Successfully replaced 1 block(s) in a.txt.",
+		"Successfully replaced 1 block(s) in a.txt.",
+		"Successfully replaced 1 block(s) in a.txt.",
+		"Edit tool input is invalid. edits must contain at least one replacement.",
+	}
+	for i, r := range b.Results {
+		if got := r.Result.Content[0].Text; got != want[i] {
+			t.Errorf("call %d: %q, want %q", i+1, got, want[i])
+		}
+		if r.Result.IsError != (i == 3) {
+			t.Errorf("call %d: isError %v", i+1, r.Result.IsError)
+		}
+	}
+	if got := contents(t, m, "/work/a.txt"); got != "ONE\nTWO\nTHREE\nfour\n" {
+		t.Errorf("file %q", got)
+	}
+}
