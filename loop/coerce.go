@@ -4,6 +4,7 @@ import (
 	"math"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // coerce applies pi's argument coercions, guided by the schema, to a value
@@ -101,14 +102,21 @@ func trimSpace(s string) string {
 	return s[i:j]
 }
 
-// jsNumber formats a number as JavaScript's String(n) does for the values a
-// model sends (integers without ".0", no exponent below 1e21).
+// jsNumber formats a number as JavaScript's Number.prototype.toString:
+// plain decimals from 1e-6 up to 1e21, exponent form ("1e-7", "1.5e+21")
+// outside; -0 is "0".
 func jsNumber(f float64) string {
-	if math.Abs(f) < 1e21 {
+	if f == 0 {
+		return "0"
+	}
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
 		return strconv.FormatFloat(f, 'f', -1, 64)
 	}
-	s := strconv.FormatFloat(f, 'e', -1, 64)
-	return s
+	s := strconv.FormatFloat(f, 'e', -1, 64) // 1e-07, 1.5e+21
+	mant, exp, _ := strings.Cut(s, "e")
+	sign := exp[0]
+	exp = strings.TrimLeft(exp[1:], "0")
+	return mant + "e" + string(sign) + exp
 }
 
 // jsonType names a decoded JSON value's type as pi's messages do: whole

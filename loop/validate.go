@@ -224,26 +224,20 @@ func rat(r *big.Rat) string {
 }
 
 // receivedArguments is the text after "Received arguments:": JavaScript's
-// JSON.stringify(args, null, 2). Re-indenting the raw bytes keeps the
-// model's key order and its characters (no HTML escaping); prepared
-// arguments that differ from the raw ones have no raw bytes and are
-// marshalled instead.
+// JSON.stringify(args, null, 2). The raw bytes are re-serialized token by
+// token (stringify.go) to keep the model's key order; prepared arguments
+// that differ from the raw ones have no order left and are marshalled with
+// sorted keys.
 func receivedArguments(raw json.RawMessage, prepared any, changed bool) []byte {
-	if !changed {
-		var buf bytes.Buffer
-		if err := json.Indent(&buf, rawOrEmpty(raw), "", "  "); err == nil {
-			return buf.Bytes()
+	if changed {
+		if b, err := MarshalNoEscape(prepared); err == nil {
+			raw = b
 		}
-		return raw
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(prepared); err != nil {
-		return raw
+	if out, ok := stringify(rawOrEmpty(raw)); ok {
+		return out
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	return raw
 }
 
 func sameValue(a, b any) bool { return reflect.DeepEqual(a, b) }
