@@ -134,12 +134,17 @@ func (t *editTool) Execute(ctx context.Context, _ string, args map[string]any, _
 	return res, nil
 }
 
-// edit runs with the file's queue held.
+// edit runs with the file's queue held. Like pi (and write), it does not
+// interrupt a file operation in flight: an abort is noticed between the
+// steps, so the queue is released only once the operation settled, and a
+// write that was under way when the abort came lands although the call
+// reports "Operation aborted".
 func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec) (*loop.Result, error) {
+	fctx := context.WithoutCancel(ctx)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.fsys.Access(ctx, abs, ops.AccessRead|ops.AccessWrite); err != nil {
+	if err := t.fsys.Access(fctx, abs, ops.AccessRead|ops.AccessWrite); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}
@@ -148,7 +153,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	data, err := ops.ReadFile(ctx, t.fsys, abs)
+	data, err := ops.ReadFile(fctx, t.fsys, abs)
 	if err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
@@ -162,7 +167,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 
-	bom, content := stripBOM(decodeUTF8(data))
+	bom, content := stripBOM(decodeString(data))
 	applied, err := applyEdits(normalizeToLF(content), edits, path)
 	if err != nil {
 		return nil, err
@@ -174,7 +179,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 	out := bom + restoreLineEndings(content, applied.reps)
-	if err := t.fsys.WriteFile(ctx, abs, []byte(out), 0o666); err != nil {
+	if err := t.fsys.WriteFile(fctx, abs, []byte(out), 0o666); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}

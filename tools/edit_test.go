@@ -375,8 +375,9 @@ func (r *recordingFS) WriteFile(ctx context.Context, name string, data []byte, p
 	return err
 }
 
-// TestEditAndWriteNeverInterleave: whole-file writes (through the same queue,
-// by a symlinked alias) never land between an edit's read and its write,
+// TestEditAndWriteNeverInterleave: write calls (through a symlinked alias,
+// so the queue must key by real path) never land between an edit's read and
+// its write,
 // and the final file is what the serialized order implies.
 func TestEditAndWriteNeverInterleave(t *testing.T) {
 	m := memfs.New()
@@ -392,10 +393,10 @@ func TestEditAndWriteNeverInterleave(t *testing.T) {
 	rec := &recordingFS{FS: m}
 	q := NewMutationQueue(rec)
 	tool := NewEdit(rec, m.Info(), q)
+	writeTool := NewWrite(rec, m.Info(), q)
 	write := func(ctx context.Context) error {
-		return q.Do(ctx, "/work/alias.txt", func() error {
-			return rec.WriteFile(ctx, "/work/alias.txt", []byte(orig.String()), 0o644)
-		})
+		_, err := writeTool.Execute(ctx, "", map[string]any{"path": "alias.txt", "content": orig.String()}, nil)
+		return err
 	}
 
 	var wg sync.WaitGroup
