@@ -2,72 +2,14 @@ package tools
 
 import (
 	"strings"
-	"unicode/utf8"
 )
 
-// Text decoding, the BOM and line endings for edit (pi-contracts §7.2 step 5
-// and §7.4, pi 1.6 behaviour).
+// The BOM and line endings for edit (pi-contracts §7.2 step 5 and §7.4, pi
+// 1.6 behaviour). The file is decoded with decodeString (decode.go), as
+// Node's buffer.toString("utf-8") does: pi edits the decoded string, so
+// invalid bytes are written back as U+FFFD.
 
 const utf8BOM = "\uFEFF"
-
-// decodeUTF8 decodes b as Node's buffer.toString("utf-8") does: valid UTF-8
-// is kept, and each maximal ill-formed subsequence (WHATWG "maximal subpart")
-// becomes one U+FFFD. pi edits the decoded string, so a file with invalid
-// bytes is written back with U+FFFD in their place, as pi does.
-func decodeUTF8(b []byte) string {
-	if utf8.Valid(b) {
-		return string(b)
-	}
-	var sb strings.Builder
-	sb.Grow(len(b) + 8)
-	for i := 0; i < len(b); {
-		r, size := utf8.DecodeRune(b[i:])
-		if r != utf8.RuneError || size > 1 {
-			sb.Write(b[i : i+size])
-			i += size
-			continue
-		}
-		sb.WriteRune(utf8.RuneError)
-		i += maximalSubpart(b[i:])
-	}
-	return sb.String()
-}
-
-// maximalSubpart returns the length (at least 1) of the ill-formed prefix of
-// b that the WHATWG decoder replaces with a single U+FFFD: a lead byte plus
-// the continuation bytes that were still acceptable for it.
-func maximalSubpart(b []byte) int {
-	c := b[0]
-	var need int
-	lo, hi := byte(0x80), byte(0xBF)
-	switch {
-	case c >= 0xC2 && c <= 0xDF:
-		need = 1
-	case c == 0xE0:
-		need, lo = 2, 0xA0
-	case c >= 0xE1 && c <= 0xEC, c == 0xEE, c == 0xEF:
-		need = 2
-	case c == 0xED:
-		need, hi = 2, 0x9F
-	case c == 0xF0:
-		need, lo = 3, 0x90
-	case c >= 0xF1 && c <= 0xF3:
-		need = 3
-	case c == 0xF4:
-		need, hi = 3, 0x8F
-	default:
-		return 1
-	}
-	n := 1
-	for k := 0; k < need && n < len(b); k++ {
-		if b[n] < lo || b[n] > hi {
-			break
-		}
-		lo, hi = 0x80, 0xBF
-		n++
-	}
-	return n
-}
 
 // stripBOM splits a leading U+FEFF off s.
 func stripBOM(s string) (bom, text string) {

@@ -5,6 +5,8 @@ import (
 	"unicode/utf8"
 )
 
+// TestEditDecodeUTF8: the decoding edit relies on (Node's, WHATWG maximal
+// subparts).
 func TestEditDecodeUTF8(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"plain \u00e9\U0001F600", "plain \u00e9\U0001F600"},
@@ -19,8 +21,8 @@ func TestEditDecodeUTF8(t *testing.T) {
 		{"\xf4\x90\x80\x80", "\uFFFD\uFFFD\uFFFD\uFFFD"}, // above U+10FFFF
 	}
 	for _, c := range cases {
-		if got := decodeUTF8([]byte(c.in)); got != c.want {
-			t.Errorf("decodeUTF8(%q) = %q, want %q", c.in, got, c.want)
+		if got := decodeString([]byte(c.in)); got != c.want {
+			t.Errorf("decodeString(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }
@@ -87,9 +89,9 @@ func TestEditOrigOffsets(t *testing.T) {
 func FuzzEditDecodeUTF8(f *testing.F) {
 	f.Add([]byte("a\xffb\xe2\x82"))
 	f.Fuzz(func(t *testing.T, b []byte) {
-		s := decodeUTF8(b)
+		s := decodeString(b)
 		if !utf8.ValidString(s) {
-			t.Fatalf("decodeUTF8(%q) = %q is not valid UTF-8", b, s)
+			t.Fatalf("decodeString(%q) = %q is not valid UTF-8", b, s)
 		}
 		if utf8.Valid(b) && s != string(b) {
 			t.Fatalf("valid input changed: %q → %q", b, s)
