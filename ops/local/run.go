@@ -53,6 +53,9 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 	}
 	cmd.Dir = dir
 	cmd.Env = mergeEnv(b.env, c.Env)
+	if b.shim != "" && shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
+		cmd.Env = append(cmd.Env, shimEnvExtra)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	pr, pw, err := os.Pipe()
@@ -275,6 +278,15 @@ func exitError(err error) error {
 	default:
 		return &ops.ExitError{Code: ws.ExitStatus()}
 	}
+}
+
+func hasKey(env []string, key string) bool {
+	for _, kv := range env {
+		if k, _, _ := strings.Cut(kv, "="); k == key {
+			return true
+		}
+	}
+	return false
 }
 
 // mergeEnv returns base with extra added; a key in extra replaces the same

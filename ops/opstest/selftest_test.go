@@ -1,0 +1,209 @@
+package opstest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+)
+
+func TestMain(m *testing.M) {
+	shim.Dispatch()
+	os.Exit(m.Run())
+}
+
+// recorder is a testing.TB that records failures instead of reporting
+// them, so a case can be run against a broken backend and expected to fail.
+// Cleanup, TempDir, Name and Context go to the real test.
+type recorder struct {
+	testing.TB
+	mu      sync.Mutex
+	failed  bool
+	skipped bool
+	log     []string
+}
+
+func (r *recorder) add(failed bool, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.failed = r.failed || failed
+	r.log = append(r.log, msg)
+}
+
+func (r *recorder) Helper()                   {}
+func (r *recorder) Log(a ...any)              { r.add(false, fmt.Sprint(a...)) }
+func (r *recorder) Logf(f string, a ...any)   { r.add(false, fmt.Sprintf(f, a...)) }
+func (r *recorder) Error(a ...any)            { r.add(true, fmt.Sprint(a...)) }
+func (r *recorder) Errorf(f string, a ...any) { r.add(true, fmt.Sprintf(f, a...)) }
+func (r *recorder) Fail()                     { r.add(true, "Fail") }
+func (r *recorder) FailNow()                  { r.add(true, "FailNow"); runtime.Goexit() }
+func (r *recorder) Fatal(a ...any)            { r.Error(a...); runtime.Goexit() }
+func (r *recorder) Fatalf(f string, a ...any) { r.Errorf(f, a...); runtime.Goexit() }
+func (r *recorder) SkipNow()                  { r.mu.Lock(); r.skipped = true; r.mu.Unlock(); runtime.Goexit() }
+func (r *recorder) Skip(a ...any)             { r.Log(a...); r.SkipNow() }
+func (r *recorder) Skipf(f string, a ...any)  { r.Logf(f, a...); r.SkipNow() }
+
+func (r *recorder) Failed() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.failed
+}
+
+func (r *recorder) Skipped() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.skipped
+}
+
+// runCase runs the named case on b with a recorder, in its own goroutine
+// (FailNow ends it with runtime.Goexit).
+func runCase(t *testing.T, name string, b ops.Backend) *recorder {
+	i := slices.IndexFunc(allCases(), func(c testCase) bool { return c.name == name })
+	if i < 0 {
+		t.Fatalf("no case %q", name)
+	}
+	rec := &recorder{TB: t}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		allCases()[i].fn(rec, ctx, b)
+	}()
+	<-done
+	return rec
+}
+
+func newLocal(t *testing.T, cfg local.Config) *local.Backend {
+	cfg.WorkDir = t.TempDir()
+	b, err := local.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// leaky runs commands with job control on, so every background job gets
+// its own process group and the group kill misses the grandchildren.
+type leaky struct{ ops.Backend }
+
+func (l leaky) Run(ctx context.Context, c *ops.Cmd) error {
+	cc := *c
+	cc.Command = "set -m\n" + c.Command
+	return l.Backend.Run(ctx, &cc)
+}
+
+// bareErrs returns os.ErrNotExist itself, without the *fs.PathError.
+type bareErrs struct{ ops.Backend }
+
+func bare(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return os.ErrNotExist
+	}
+	return err
+}
+
+func (b bareErrs) Open(ctx context.Context, n string) (io.ReadCloser, error) {
+	r, err := b.Backend.Open(ctx, n)
+	return r, bare(err)
+}
+
+func (b bareErrs) Stat(ctx context.Context, n string) (fs.FileInfo, error) {
+	fi, err := b.Backend.Stat(ctx, n)
+	return fi, bare(err)
+}
+
+func (b bareErrs) RealPath(ctx context.Context, n string) (string, error) {
+	p, err := b.Backend.RealPath(ctx, n)
+	return p, bare(err)
+}
+
+// demuxed sends stderr to a file and appends it after the command, like a
+// transport that carries two streams and concatenates them.
+type demuxed struct{ ops.Backend }
+
+func (d demuxed) Run(ctx context.Context, c *ops.Cmd) error {
+	errFile := d.Info().SpillDir + "/stderr-" + fmt.Sprint(time.Now().UnixNano())
+	cc := *c
+	cc.Command = "exec 2>" + q(errFile) + "\n" + c.Command
+	err := d.Backend.Run(ctx, &cc)
+	if data, rerr := ops.ReadFile(ctx, d.Backend, errFile); rerr == nil && c.Output != nil {
+		c.Output.Write(data)
+	}
+	return err
+}
+
+// reversed lists directories in reverse order.
+type reversed struct{ ops.Backend }
+
+func (r reversed) ReadDir(ctx context.Context, n string) ([]fs.DirEntry, error) {
+	es, err := r.Backend.ReadDir(ctx, n)
+	slices.Reverse(es)
+	return es, err
+}
+
+// TestSuiteCatchesBrokenBackends runs cases against deliberately broken
+// backends and requires them to fail, and against the real local backend
+// and requires them to pass (so a failure is the breakage, not the case).
+func TestSuiteCatchesBrokenBackends(t *testing.T) {
+	for _, tt := range []struct {
+		broken string
+		wrap   func(*local.Backend) ops.Backend
+		noShim bool
+		cases  []string
+	}{
+		{"GrandchildSurvives", func(b *local.Backend) ops.Backend { return leaky{b} }, true,
+			[]string{"Run/CancelKillsTree", "Run/BackgroundKilledAtExit"}},
+		{"BareErrNotExist", func(b *local.Backend) ops.Backend { return bareErrs{b} }, false,
+			[]string{"Open/NotExist", "Stat/NotExist", "RealPath/MissingParent"}},
+		{"OutputReordered", func(b *local.Backend) ops.Backend { return demuxed{b} }, false,
+			[]string{"Run/MergedOrder"}},
+		{"ReadDirReversed", func(b *local.Backend) ops.Backend { return reversed{b} }, false,
+			[]string{"ReadDir/SortedWithTypes"}},
+	} {
+		for _, name := range tt.cases {
+			t.Run(tt.broken+"/"+name, func(t *testing.T) {
+				t.Parallel()
+				good := runCase(t, name, newLocal(t, local.Config{NoShim: tt.noShim}))
+				if good.Failed() || good.Skipped() {
+					t.Fatalf("case fails or skips on the working backend: %s", strings.Join(good.log, "\n"))
+				}
+				bad := runCase(t, name, tt.wrap(newLocal(t, local.Config{NoShim: tt.noShim})))
+				if bad.Skipped() {
+					t.Fatalf("case skipped on the broken backend: %s", strings.Join(bad.log, "\n"))
+				}
+				if !bad.Failed() {
+					t.Fatalf("case passes on a backend that is broken (%s)", tt.broken)
+				}
+				t.Logf("caught: %s", strings.Join(bad.log, "; "))
+			})
+		}
+	}
+}
+
+// TestCaseNamesUnique keeps the subtest names stable and distinct.
+func TestCaseNamesUnique(t *testing.T) {
+	seen := map[string]bool{}
+	for _, c := range allCases() {
+		if seen[c.name] || !strings.Contains(c.name, "/") {
+			t.Errorf("bad or duplicate case name %q", c.name)
+		}
+		seen[c.name] = true
+	}
+	if len(seen) < 40 {
+		t.Errorf("%d cases, want at least 40", len(seen))
+	}
+}
