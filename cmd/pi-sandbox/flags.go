@@ -70,7 +70,13 @@ var openSession = func(ctx context.Context, cfg sandbox.Config) (*session, error
 	if err != nil {
 		return nil, err
 	}
-	return &session{tools: sb.Tools, close: sb.Close}, nil
+	s := &session{tools: sb.Tools, close: sb.Close}
+	// The sandbox layer's policy hooks (command rules, redaction, audit),
+	// picked up as soon as it offers them.
+	if p, ok := any(sb).(interface{ LoopOptions() []loop.Option }); ok {
+		s.opts = p.LoopOptions()
+	}
+	return s, nil
 }
 
 // openLoop opens the backend and makes the loop; on failure it reports the
