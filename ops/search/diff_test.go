@@ -94,13 +94,13 @@ func TestFindDifferentialFD(t *testing.T) {
 	}
 }
 
-// diffIterations is 40, or SEARCH_DIFF_ITER for a longer run.
+// diffIterations is 25, or SEARCH_DIFF_ITER for a longer run.
 func diffIterations() int {
 	var n int
 	if _, err := fmt.Sscan(os.Getenv("SEARCH_DIFF_ITER"), &n); err == nil && n > 0 {
 		return n
 	}
-	return 40
+	return 25
 }
 
 func dumpIgnores(root string) string {

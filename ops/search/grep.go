@@ -1,7 +1,6 @@
 package search
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -9,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"path"
+	"regexp"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
@@ -48,7 +48,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 	if !ok {
 		return fmt.Errorf("search: grep: path %q is not absolute", q.Path)
 	}
-	m, err := compilePattern(q.Pattern, q.IgnoreCase, q.Literal)
+	m, fast, err := compileSearch(q.Pattern, q.IgnoreCase, q.Literal)
 	if err != nil {
 		return err
 	}
@@ -56,7 +56,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 	if err != nil {
 		return err
 	}
-	g := &grepper{ctx: ctx, fsys: fsys, m: m, q: q, fn: fn}
+	g := &grepper{ctx: ctx, fsys: fsys, m: m, fast: fast, q: q, fn: fn}
 	if !st.IsDir() {
 		err = g.file(root, path.Base(root), true)
 	} else {
@@ -85,6 +85,8 @@ type grepper struct {
 	ctx     context.Context
 	fsys    ops.FS
 	m       matcher
+	fast    *regexp.Regexp // multi-line candidate finder; nil: line by line
+	buf     []byte         // read buffer shared by the files of one search
 	q       *ops.GrepQuery
 	fn      func(ops.GrepEvent) error
 	matches int
@@ -106,105 +108,240 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 		return nil
 	}
 	defer r.Close()
-	br := bufio.NewReaderSize(r, binaryWindow)
-	if !explicit {
-		head, _ := br.Peek(binaryWindow)
-		if bytes.IndexByte(head, 0) >= 0 {
-			return nil
+	s := &fileSearch{g: g, rel: rel, C: max(g.q.Context, 0)}
+	if g.buf == nil {
+		g.buf = make([]byte, chunkSize)
+	}
+	cr := &chunkReader{r: r, buf: g.buf}
+	defer func() { g.buf = cr.buf }() // reused by the next file, grown or not
+	for first := true; ; first = false {
+		chunk, err := cr.next()
+		if err == io.EOF {
+			break
 		}
-	}
-	C := max(g.q.Context, 0)
-	limit := g.q.MaxMatches
-	var before []ctxLine
-	lastEmitted, after := 0, 0
-	emit := func(n int, text []byte, match bool) error {
-		lastEmitted = n
-		return g.fn(ops.GrepEvent{Path: rel, Line: n, Match: match, Text: bytes.Clone(text)})
-	}
-	var buf []byte
-	for n := 1; ; n++ {
-		line, rerr := readLine(br, &buf)
-		if len(line) == 0 && rerr != nil {
-			if rerr == io.EOF {
-				break
-			}
-			if explicit {
-				return rerr
+		if err != nil {
+			if explicit || g.ctx.Err() != nil {
+				return err
 			}
 			break
 		}
-		if n%1024 == 0 {
-			if err := g.ctx.Err(); err != nil {
-				return err
+		if err := g.ctx.Err(); err != nil {
+			return err
+		}
+		stop := false
+		if !explicit {
+			if first && bytes.IndexByte(cr.window, 0) >= 0 {
+				return nil
+			}
+			// A NUL further on ends the search of this file at its line.
+			if z := bytes.IndexByte(chunk, 0); z >= 0 {
+				chunk = chunk[:bytes.LastIndexByte(chunk[:z], '\n')+1]
+				stop = true
 			}
 		}
-		if !explicit && bytes.IndexByte(line, 0) >= 0 {
-			break
+		if err := s.chunk(chunk); err != nil {
+			return err
 		}
-		content := line
-		text := line
-		if bytes.HasSuffix(content, []byte("\n")) {
-			content = content[:len(content)-1]
-			text = bytes.TrimSuffix(content, []byte("\r"))
-		}
-		isMatch := g.m.Match(content)
-		limited := limit > 0 && g.matches >= limit
-		switch {
-		case limited && (isMatch || after == 0):
-			return errStop
-		case isMatch:
-			for _, b := range before {
-				if b.n > lastEmitted {
-					if err := emit(b.n, b.text, false); err != nil {
-						return err
-					}
-				}
-			}
-			before = before[:0]
-			if err := emit(n, text, true); err != nil {
-				return err
-			}
-			g.matches++
-			after = C
-			if limit > 0 && g.matches >= limit && C == 0 {
-				return errStop
-			}
-		case after > 0:
-			if err := emit(n, text, false); err != nil {
-				return err
-			}
-			after--
-			if limited && after == 0 {
-				return errStop
-			}
-		case C > 0:
-			if len(before) == C {
-				copy(before, before[1:])
-				before = before[:C-1]
-			}
-			before = append(before, ctxLine{n: n, text: bytes.Clone(text)})
-		}
-		if rerr != nil {
+		if stop {
 			break
 		}
 	}
-	if limit > 0 && g.matches >= limit {
+	if limit := g.q.MaxMatches; limit > 0 && g.matches >= limit {
 		return errStop
 	}
 	return nil
 }
 
-// readLine returns the next line including its "\n" (the last line may lack
-// it). The result is valid until the next call.
-func readLine(br *bufio.Reader, buf *[]byte) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	if err != bufio.ErrBufferFull {
-		return line, err
+// chunkSize is the initial read buffer; a longer line grows it.
+const chunkSize = 256 << 10
+
+// chunkReader returns a file as chunks of whole lines (the last one may lack
+// its "\n").
+type chunkReader struct {
+	r          io.Reader
+	buf        []byte
+	start, end int
+	eof        bool
+	filled     bool
+	window     []byte // the first binaryWindow bytes, after the first next
+}
+
+func (c *chunkReader) next() ([]byte, error) {
+	n := copy(c.buf, c.buf[c.start:c.end])
+	c.start, c.end = 0, n
+	for !c.eof && c.end < len(c.buf) {
+		k, err := c.r.Read(c.buf[c.end:])
+		c.end += k
+		if err == io.EOF {
+			c.eof = true
+		} else if err != nil {
+			return nil, err
+		}
+		if c.end == len(c.buf) && bytes.IndexByte(c.buf[:c.end], '\n') < 0 {
+			nb := make([]byte, 2*len(c.buf))
+			copy(nb, c.buf[:c.end])
+			c.buf = nb
+		}
 	}
-	*buf = append((*buf)[:0], line...)
-	for err == bufio.ErrBufferFull {
-		line, err = br.ReadSlice('\n')
-		*buf = append(*buf, line...)
+	if !c.filled {
+		c.filled = true
+		c.window = c.buf[:min(c.end, binaryWindow)]
 	}
-	return *buf, err
+	if c.end == 0 {
+		return nil, io.EOF
+	}
+	cut := c.end
+	if !c.eof {
+		cut = bytes.LastIndexByte(c.buf[:c.end], '\n') + 1
+	}
+	c.start = cut
+	return c.buf[:cut], nil
+}
+
+// fileSearch is the per-file state: line numbers, the before-context ring,
+// the trailing context still owed.
+type fileSearch struct {
+	g           *grepper
+	rel         string
+	C           int
+	n           int // lines handled so far
+	before      []ctxLine
+	lastEmitted int
+	after       int
+}
+
+// chunk handles a chunk of whole lines. Without context, only matching
+// lines need handling, so they are found by one pass of the candidate
+// regexp over the chunk and line numbers come from counting newlines.
+func (s *fileSearch) chunk(chunk []byte) error {
+	fast := s.g.fast
+	if fast != nil && s.C == 0 {
+		prev := 0
+		for _, start := range s.g.candidates(chunk) {
+			s.n += bytes.Count(chunk[prev:start], []byte{'\n'})
+			prev = start
+			end := bytes.IndexByte(chunk[start:], '\n')
+			line := chunk[start:]
+			if end >= 0 {
+				line = chunk[start : start+end+1]
+			}
+			s.n++
+			prev = start + len(line)
+			if err := s.line(s.n, line, true); err != nil {
+				return err
+			}
+		}
+		s.n += bytes.Count(chunk[prev:], []byte{'\n'})
+		if prev < len(chunk) && chunk[len(chunk)-1] != '\n' {
+			s.n++
+		}
+		return nil
+	}
+	var starts []int
+	if fast != nil {
+		starts = s.g.candidates(chunk)
+	}
+	si := 0
+	for off := 0; off < len(chunk); {
+		end := bytes.IndexByte(chunk[off:], '\n')
+		line := chunk[off:]
+		if end >= 0 {
+			line = chunk[off : off+end+1]
+		}
+		var isMatch bool
+		if fast != nil {
+			for si < len(starts) && starts[si] < off {
+				si++
+			}
+			isMatch = si < len(starts) && starts[si] == off
+		} else {
+			isMatch = s.g.m.Match(bytes.TrimSuffix(line, []byte{'\n'}))
+		}
+		s.n++
+		if err := s.line(s.n, line, isMatch); err != nil {
+			return err
+		}
+		off += len(line)
+	}
+	return nil
+}
+
+// line handles line n (with its "\n", if any).
+func (s *fileSearch) line(n int, line []byte, isMatch bool) error {
+	text := line
+	if bytes.HasSuffix(text, []byte{'\n'}) {
+		text = bytes.TrimSuffix(text[:len(text)-1], []byte{'\r'})
+	}
+	g := s.g
+	limit := g.q.MaxMatches
+	limited := limit > 0 && g.matches >= limit
+	switch {
+	case limited && (isMatch || s.after == 0):
+		return errStop
+	case isMatch:
+		for _, b := range s.before {
+			if b.n > s.lastEmitted {
+				if err := s.emit(b.n, b.text, false); err != nil {
+					return err
+				}
+			}
+		}
+		s.before = s.before[:0]
+		if err := s.emit(n, text, true); err != nil {
+			return err
+		}
+		g.matches++
+		s.after = s.C
+		if limit > 0 && g.matches >= limit && s.C == 0 {
+			return errStop
+		}
+	case s.after > 0:
+		if err := s.emit(n, text, false); err != nil {
+			return err
+		}
+		s.after--
+		if limited && s.after == 0 {
+			return errStop
+		}
+	case s.C > 0:
+		if len(s.before) == s.C {
+			copy(s.before, s.before[1:])
+			s.before = s.before[:s.C-1]
+		}
+		s.before = append(s.before, ctxLine{n: n, text: bytes.Clone(text)})
+	}
+	return nil
+}
+
+func (s *fileSearch) emit(n int, text []byte, match bool) error {
+	s.lastEmitted = n
+	return s.g.fn(ops.GrepEvent{Path: s.rel, Line: n, Match: match, Text: bytes.Clone(text)})
+}
+
+// candidates returns the start offsets of the lines of chunk that match:
+// the multi-line candidate regexp finds the next possible match, the line
+// it starts in is verified with the exact line matcher, and the scan goes
+// on from the next line.
+func (g *grepper) candidates(chunk []byte) []int {
+	var out []int
+	for pos := 0; pos < len(chunk); {
+		loc := g.fast.FindIndex(chunk[pos:])
+		if loc == nil {
+			break
+		}
+		at := pos + loc[0]
+		ls := bytes.LastIndexByte(chunk[:at], '\n') + 1
+		if ls >= len(chunk) {
+			break // an empty match after the last "\n": no line there
+		}
+		le := len(chunk)
+		if i := bytes.IndexByte(chunk[ls:], '\n'); i >= 0 {
+			le = ls + i
+		}
+		if g.m.Match(chunk[ls:le]) {
+			out = append(out, ls)
+		}
+		pos = le + 1
+	}
+	return out
 }

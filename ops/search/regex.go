@@ -60,6 +60,51 @@ func compilePattern(pattern string, ignoreCase, literal bool) (matcher, error) {
 	return re, nil
 }
 
+// compileSearch returns the exact line matcher and, when one exists, a
+// regexp for scanning whole chunks of lines: the same expression in
+// multi-line mode (with \b and \B dropped), which finds every line match
+// and possibly more (a match may span lines), so each candidate is verified.
+// \A and \z mean "line start/end" line by line but not in a chunk, so a
+// pattern using them is matched line by line (fast is nil).
+func compileSearch(pattern string, ignoreCase, literal bool) (m matcher, fast *regexp.Regexp, err error) {
+	m, err = compilePattern(pattern, ignoreCase, literal)
+	if err != nil {
+		return nil, nil, err
+	}
+	src := pattern
+	if literal {
+		src = regexp.QuoteMeta(pattern)
+	}
+	src, err = translatePerlClasses(src)
+	if err != nil {
+		return m, nil, nil
+	}
+	if ignoreCase {
+		src = "(?i)" + src
+	}
+	tree, err := syntax.Parse("(?m)"+src, syntax.Perl)
+	if err != nil || hasTextAnchor(tree) {
+		return m, nil, nil
+	}
+	fast, err = regexp.Compile(stripBoundaries(tree).String())
+	if err != nil {
+		return m, nil, nil
+	}
+	return m, fast, nil
+}
+
+func hasTextAnchor(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpBeginText || re.Op == syntax.OpEndText {
+		return true
+	}
+	for _, s := range re.Sub {
+		if hasTextAnchor(s) {
+			return true
+		}
+	}
+	return false
+}
+
 func patternError(pattern string, err error) error {
 	detail := err.Error()
 	if se, ok := err.(*syntax.Error); ok {
