@@ -2,6 +2,7 @@ package search
 
 import (
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -260,5 +261,51 @@ func TestGrepBinaryWalked(t *testing.T) {
 	want := []string{"late.bin:1: hello 1", "late.bin:3: hello 2"}
 	if err != nil || !equal(got, want) {
 		t.Fatalf("%q, %v; want %q", got, err, want)
+	}
+}
+
+// TestGrepLargeFileAgainstRG crosses several read chunks, with a line longer
+// than a chunk, context windows spanning chunk boundaries and a last line
+// without "\n".
+func TestGrepLargeFileAgainstRG(t *testing.T) {
+	var b strings.Builder
+	for i := 1; b.Len() < 3*chunkSize; i++ {
+		switch {
+		case i == 5000:
+			b.WriteString(strings.Repeat("x", chunkSize+100) + " needle long\n")
+		case i%997 == 0 || i%1999 == 1:
+			fmt.Fprintf(&b, "needle %d\n", i)
+		default:
+			fmt.Fprintf(&b, "filler line %d\n", i)
+		}
+	}
+	b.WriteString("last needle")
+	root := mkTree(t, map[string]string{"big.txt": b.String()})
+	for _, q := range []ops.GrepQuery{
+		{Pattern: "needle", Path: root},
+		{Pattern: "needle", Path: root, Context: 3},
+		{Pattern: `^needle \d+$`, Path: root, Context: 1},
+		{Pattern: `\bneedle\b`, Path: root},
+	} {
+		want, err := collectGrep(t, engineGrep, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(want) < 20 {
+			t.Fatalf("only %d events", len(want))
+		}
+		if _, err := exec.LookPath("rg"); err != nil {
+			continue
+		}
+		got, err := collectGrep(t, rgGrep, q)
+		if err != nil || !equal(got, want) {
+			t.Errorf("%+v: rg differs (%v): %d vs %d events", q, err, len(got), len(want))
+			for i := range min(len(got), len(want)) {
+				if got[i] != want[i] {
+					t.Errorf("first difference at %d: rg %.80q engine %.80q", i, got[i], want[i])
+					break
+				}
+			}
+		}
 	}
 }
