@@ -22,11 +22,9 @@ const (
 	// shimStopWait is how long the shim gets to kill the tree after a kill
 	// request before the group is killed over its head.
 	shimStopWait = 5 * time.Second
-	// drainWait is how long the pipe may stay idle after the final kill (a
+	// drainWait is how long the pipe may stay open after the final kill (a
 	// process outside the group still holding it) before Run stops reading.
 	drainWait = 200 * time.Millisecond
-	// drainLimit bounds the drain when such a process keeps writing.
-	drainLimit = time.Second
 )
 
 type stopReason int
@@ -99,7 +97,31 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 	if out == nil {
 		out = io.Discard
 	}
-	pm := startPump(pr, out)
+	activity := make(chan struct{}, 1)
+	readDone := make(chan struct{})
+	sinkFailed := make(chan struct{})
+	var sinkErr error // written by the reader before closing sinkFailed
+	go func() {
+		defer close(readDone)
+		buf := make([]byte, 64<<10)
+		for {
+			n, rerr := pr.Read(buf)
+			if n > 0 && sinkErr == nil {
+				if _, werr := out.Write(buf[:n]); werr != nil {
+					// Nobody takes the output any more: stop the command.
+					sinkErr = werr
+					close(sinkFailed)
+				}
+				select {
+				case activity <- struct{}{}:
+				default:
+				}
+			}
+			if rerr != nil {
+				return
+			}
+		}
+	}()
 
 	var timeoutC <-chan time.Time
 	if c.Timeout > 0 {
@@ -119,7 +141,7 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 		shellEnd    *shellExit // the shell's end as the shim reported it
 		grace       *time.Timer
 		graceC      <-chan time.Time
-		readDoneSel = pm.done
+		readDoneSel = readDone
 	)
 loop:
 	for {
@@ -142,11 +164,11 @@ loop:
 			grace = time.NewTimer(ops.ExitGrace)
 			defer grace.Stop()
 			graceC = grace.C
-		case <-pm.activity:
+		case <-activity:
 			if grace != nil {
 				grace.Reset(ops.ExitGrace)
 			}
-		case <-pm.failed:
+		case <-sinkFailed:
 			reason = stopSink
 			break loop
 		case <-readDoneSel:
@@ -155,10 +177,6 @@ loop:
 				break loop
 			}
 		case <-graceC:
-			if !pm.idle() {
-				grace.Reset(ops.ExitGrace)
-				continue
-			}
 			break loop
 		}
 	}
@@ -168,7 +186,12 @@ loop:
 	}
 	// The final group kill, always: background processes die with the call.
 	killGroup(pgid)
-	pm.drain(drainWait, drainLimit)
+	select {
+	case <-readDone:
+	case <-time.After(drainWait):
+	}
+	pr.Close() // unblocks the reader if something outside the group holds the pipe
+	<-readDone
 	if diag != nil {
 		diag.wait()
 		if diag.startErr != nil && exited {
@@ -189,8 +212,8 @@ loop:
 		}
 		return te
 	}
-	if pm.err != nil {
-		return fmt.Errorf("local: output: %w", pm.err)
+	if sinkErr != nil {
+		return fmt.Errorf("local: output: %w", sinkErr)
 	}
 	return exitError(waitErr)
 }

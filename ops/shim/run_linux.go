@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -22,8 +21,7 @@ const (
 	killLimit = 10 * time.Second
 	// drainWait bounds reading after the sweep (a process outside the tree
 	// that received the pipe over a socket).
-	drainWait  = 200 * time.Millisecond
-	drainLimit = time.Second
+	drainWait = 200 * time.Millisecond
 )
 
 func runMain(args []string, stderr io.Writer) int {
@@ -48,16 +46,9 @@ func runMain(args []string, stderr io.Writer) int {
 	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
 
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// A vanished reader must end in a sweep (the failed write on stdout
-	// says so), not in the shim's death with the tree left running. Notify,
-	// not Ignore: an ignored SIGPIPE would be inherited by the command.
-	pipes := make(chan os.Signal, 1)
-	signal.Notify(pipes, syscall.SIGPIPE)
-	go func() {
-		for range pipes {
-		}
-	}()
+	// SIGPIPE too: a vanished reader must end in a sweep, not in the shim's
+	// death with the tree left running.
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
 
 	if *pidfile != "" {
 		if err := writePidfile(*pidfile); err != nil {
@@ -108,9 +99,9 @@ func runMain(args []string, stderr io.Writer) int {
 	statusCh := make(chan syscall.WaitStatus, 1)
 	go reap(pid, statusCh)
 
-	cp := &copier{activity: make(chan struct{}, 1)}
+	activity := make(chan struct{}, 1)
 	copyDone := make(chan error, 1)
-	go func() { copyDone <- cp.copy(os.Stdout, pr) }()
+	go func() { copyDone <- copyOut(os.Stdout, pr, activity) }()
 
 	var (
 		status   syscall.WaitStatus
@@ -132,7 +123,7 @@ loop:
 			}
 			graceT = time.NewTimer(*grace)
 			graceC = graceT.C
-		case <-cp.activity:
+		case <-activity:
 			if graceT != nil {
 				graceT.Reset(*grace)
 			}
@@ -147,10 +138,6 @@ loop:
 		case <-sigs:
 			break loop
 		case <-graceC:
-			if cp.busy.Load() { // our reader is slow, the command is not idle
-				graceT.Reset(*grace)
-				continue
-			}
 			break loop
 		}
 	}
@@ -161,7 +148,12 @@ loop:
 		status = <-statusCh
 	}
 	if copyOpen {
-		cp.drain(copyDone, pr)
+		select {
+		case <-copyDone:
+		case <-time.After(drainWait):
+			pr.Close()
+			<-copyDone
+		}
 	}
 	if *pidfile != "" {
 		os.Remove(*pidfile)
@@ -198,61 +190,24 @@ func reap(pid int, statusCh chan<- syscall.WaitStatus) {
 	}
 }
 
-// copier copies the command's pipe to the shim's stdout.
-type copier struct {
-	activity chan struct{} // a ping per chunk (coalesced)
-	busy     atomic.Bool   // a write to stdout is in progress
-}
-
-// copy copies r to w. A write error is returned (the reader is gone); end
-// of input or a closed r is nil.
-func (c *copier) copy(w io.Writer, r *os.File) error {
+// copyOut copies r to w, pinging activity per chunk. A write error is
+// returned (the reader is gone); end of input or a closed r is nil.
+func copyOut(w io.Writer, r *os.File, activity chan<- struct{}) error {
 	buf := make([]byte, 64<<10)
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
-			c.busy.Store(true)
-			_, err := w.Write(buf[:n])
-			c.busy.Store(false)
-			if err != nil {
+			if _, err := w.Write(buf[:n]); err != nil {
 				return err
 			}
 			select {
-			case c.activity <- struct{}{}:
+			case activity <- struct{}{}:
 			default:
 			}
 		}
 		if rerr != nil {
 			return nil
 		}
-	}
-}
-
-// drain waits for the copy to reach end of input after the sweep, while
-// output keeps arriving (what was buffered), for at most drainLimit; then
-// it closes r: a process outside the tree holds the pipe.
-func (c *copier) drain(done <-chan error, r *os.File) {
-	idle := time.NewTimer(drainWait)
-	limit := time.NewTimer(drainLimit)
-	defer idle.Stop()
-	defer limit.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-c.activity:
-			idle.Reset(drainWait)
-			continue
-		case <-idle.C:
-			if c.busy.Load() {
-				idle.Reset(drainWait)
-				continue
-			}
-		case <-limit.C:
-		}
-		r.Close()
-		<-done
-		return
 	}
 }
 
