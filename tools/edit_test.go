@@ -202,6 +202,7 @@ func TestEditErrors(t *testing.T) {
 				return nil
 			})
 		}, editArgs("a.txt", "a", "b"), "Could not edit file: a.txt. Error: disk offline."},
+		{"through a file", nil, editArgs("a.txt/x", "a", "b"), "Could not edit file: a.txt/x. Error code: ENOTDIR."},
 		{"directory", func(m *memfs.FS) { m.AddDir("/work/d", 0o755) }, editArgs("d", "a", "b"), "EISDIR: illegal operation on a directory, read"},
 		{"write fails", func(m *memfs.FS) {
 			m.SetMockErr(func(op, name string) error {
@@ -292,6 +293,34 @@ func TestEditAbort(t *testing.T) {
 		if err == nil || err.Error() != "Operation aborted" {
 			t.Fatalf("err %v", err)
 		}
+		if got := contents(t, m, "/work/a.txt"); got != "alpha" {
+			t.Errorf("file changed to %q", got)
+		}
+	})
+	t.Run("while queued", func(t *testing.T) {
+		m := memfs.New()
+		addFile(t, m, "/work/a.txt", "alpha")
+		q := NewMutationQueue(m)
+		tool := NewEdit(m, m.Info(), q)
+		held, release := make(chan struct{}), make(chan struct{})
+		go q.Do(context.Background(), "/work/a.txt", func() error {
+			close(held)
+			<-release
+			return nil
+		})
+		<-held
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			_, err := runEdit(t, tool, ctx, editArgs("a.txt", "alpha", "beta"))
+			done <- err
+		}()
+		waitRegistered(t, q, 2)
+		cancel()
+		if err := <-done; err == nil || err.Error() != "Operation aborted" {
+			t.Fatalf("err %v", err)
+		}
+		close(release)
 		if got := contents(t, m, "/work/a.txt"); got != "alpha" {
 			t.Errorf("file changed to %q", got)
 		}
