@@ -5,8 +5,16 @@
 //
 // Grep and Find are the helpers the tools call: they use a backend's
 // ops.GrepFS / ops.FindFS capability when present and fall back to the
-// engine (GrepFS, FindFS) otherwise. GrepWithRG and FindWithFD let a remote
-// backend implement the capabilities with the target's rg and fd when the
-// shim is absent; ShimGrep / ShimFind and GrepViaShim / FindViaShim are the
-// two ends of the shim protocol.
+// engine (GrepFS, FindFS) otherwise. Remote is what a docker or ssh backend
+// plugs in to offer the capabilities: the shim's engine in the target
+// (GrepViaShim / FindViaShim, served by ShimGrep / ShimFind), else the
+// target's rg and fd (GrepWithRG / FindWithFD), else ops.ErrUnsupported.
+//
+// Deliberate differences from ripgrep 13 and fd 8.6 as pi runs them: the
+// .git directory is never searched or listed (rg --hidden and fd 8 --hidden
+// would); find always honours .gitignore (fd --no-require-git, which fd 8.6
+// lacks); results come in sorted walk order (both tools are multi-threaded
+// and unordered); unreadable entries are skipped silently; global git
+// excludes (core.excludesFile) are not read; an invalid regular expression
+// reads "regex parse error: <detail>" in one line.
 package search

@@ -191,10 +191,26 @@ func viaShim(ctx context.Context, r ops.Runner, shimPath, mode string, q any, ha
 		return status.err()
 	}
 	if runErr != nil {
-		return fmt.Errorf("search: shim %s: %w: %s", mode, runErr, strings.TrimSpace(strings.Join(other, "\n")))
+		return &shimRunError{mode: mode, err: runErr, output: strings.TrimSpace(strings.Join(other, "\n"))}
 	}
 	return fmt.Errorf("search: shim %s: no status line", mode)
 }
+
+// shimRunError is a shim run that ended without a status line.
+type shimRunError struct {
+	mode   string
+	err    error
+	output string
+}
+
+func (e *shimRunError) Error() string {
+	if e.output == "" {
+		return "search: shim " + e.mode + ": " + e.err.Error()
+	}
+	return "search: shim " + e.mode + ": " + e.err.Error() + ": " + e.output
+}
+
+func (e *shimRunError) Unwrap() error { return e.err }
 
 // GrepViaShim runs the query with the shim at shimPath in the target.
 func GrepViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {

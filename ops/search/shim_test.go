@@ -126,3 +126,47 @@ func TestHelpersUseCapability(t *testing.T) {
 		t.Errorf("find capability: %q, %v", got, err)
 	}
 }
+
+func TestRemoteFallsBackFromMissingShim(t *testing.T) {
+	needTool(t, "rg")
+	root := repoTree(t)
+	r := Remote{Runner: shRunner{}, ShimPath: "/nonexistent/shim"}
+	q := ops.GrepQuery{Pattern: "hello", Path: filepath.Join(root, "a.txt")}
+	got, err := collectGrep(t, r.Grep, q)
+	if err != nil || !equal(got, []string{"a.txt:1: hello world"}) {
+		t.Fatalf("grep: %q, %v", got, err)
+	}
+	r.ShimPath = os.Args[0]
+	got, err = collectGrep(t, r.Grep, q)
+	if err != nil || !equal(got, []string{"a.txt:1: hello world"}) {
+		t.Fatalf("grep via shim: %q, %v", got, err)
+	}
+	needTool(t, "fdfind", "fd")
+	r.ShimPath = "/nonexistent/shim"
+	fq := ops.FindQuery{Pattern: "c.ts", Path: root}
+	found, err := collectFind(t, r.Find, fq)
+	if err != nil || !equal(found, []string{"sub/src/c.ts"}) {
+		t.Fatalf("find: %q, %v", found, err)
+	}
+}
+
+func TestRunnersReportMissingTools(t *testing.T) {
+	// A runner whose shell finds nothing: rg and fd are "not installed".
+	r := emptyPathRunner{}
+	err := GrepWithRG(context.Background(), r, &ops.GrepQuery{Pattern: "x", Path: "/"}, func(ops.GrepEvent) error { return nil })
+	if !errors.Is(err, ops.ErrUnsupported) {
+		t.Errorf("rg: %v", err)
+	}
+	err = FindWithFD(context.Background(), r, &ops.FindQuery{Pattern: "x", Path: "/"}, func(string) error { return nil })
+	if !errors.Is(err, ops.ErrUnsupported) {
+		t.Errorf("fd: %v", err)
+	}
+}
+
+type emptyPathRunner struct{}
+
+func (emptyPathRunner) Run(ctx context.Context, c *ops.Cmd) error {
+	c2 := *c
+	c2.Command = "PATH=/nonexistent; " + c.Command
+	return shRunner{}.Run(ctx, &c2)
+}
