@@ -56,6 +56,7 @@ func TestEditLineEndingsGolden(t *testing.T) {
 		{"fuzzy in a CRLF file", "keep  \r\nconsole.log(\u2018hello\u2019);\r\nafter  \r\n", "console.log('hello');", "console.log('world');",
 			"keep  \r\nconsole.log('world');\r\nafter  \r\n"},
 		{"no line break at all", "abc", "b", "\n", "a\nc"},
+		{"untouched LF line in a CRLF-first file (pi #8544)", "a\r\nb\nc", "c", "C", "a\r\nb\nC"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
