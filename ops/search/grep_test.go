@@ -237,6 +237,10 @@ func TestGrepBadPattern(t *testing.T) {
 	if err.Error() != want {
 		t.Fatalf("text = %q, want %q", err.Error(), want)
 	}
+	_, err = collectGrep(t, engineGrep, ops.GrepQuery{Pattern: `a\nb`, Path: root})
+	if err == nil || err.Error() != `regex parse error: the literal '"\n"' is not allowed in a regex` {
+		t.Fatalf("newline: %v", err)
+	}
 	// The literal form of the same pattern is fine.
 	got, err := collectGrep(t, engineGrep, ops.GrepQuery{Pattern: "(foo", Path: root, Literal: true})
 	if err != nil || got != nil {

@@ -50,6 +50,10 @@ func compilePattern(pattern string, ignoreCase, literal bool) (matcher, error) {
 	if err != nil {
 		return nil, patternError(pattern, err)
 	}
+	if !literal && hasNewlineLiteral(tree) {
+		// ripgrep searches line by line and refuses such a pattern.
+		return nil, &PatternError{Pattern: pattern, Detail: `the literal '"\n"' is not allowed in a regex`}
+	}
 	if hasWordBoundary(tree) {
 		return newNFA(tree)
 	}
@@ -111,6 +115,22 @@ func patternError(pattern string, err error) error {
 		detail = fmt.Sprintf("%s: `%s`", se.Code, se.Expr)
 	}
 	return &PatternError{Pattern: pattern, Detail: detail}
+}
+
+func hasNewlineLiteral(re *syntax.Regexp) bool {
+	if re.Op == syntax.OpLiteral {
+		for _, r := range re.Rune {
+			if r == '\n' {
+				return true
+			}
+		}
+	}
+	for _, s := range re.Sub {
+		if hasNewlineLiteral(s) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasWordBoundary(re *syntax.Regexp) bool {
