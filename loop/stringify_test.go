@@ -1,6 +1,9 @@
 package loop
 
-import "testing"
+import (
+	"encoding/json"
+	"testing"
+)
 
 func TestStringify(t *testing.T) {
 	for in, want := range map[string]string{
@@ -30,4 +33,19 @@ func TestJSNumber(t *testing.T) {
 			t.Errorf("%v: got %s, want %s", f, got, want)
 		}
 	}
+}
+
+func FuzzStringify(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":[1,2,{"b":"\u00e9"}]}`, `[1e400]`, `"x"`, `{"a":1,"a":2}`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out, ok := stringify([]byte(in))
+		if ok != json.Valid([]byte(in)) {
+			t.Fatalf("%q: ok=%v, json.Valid disagrees", in, ok)
+		}
+		if ok && !json.Valid(out) {
+			t.Fatalf("%q: output %q is not JSON", in, out)
+		}
+	})
 }
