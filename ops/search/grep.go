@@ -11,6 +11,8 @@ import (
 	"regexp"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"golang.org/x/text/encoding/unicode"
+	"golang.org/x/text/transform"
 )
 
 var errBadPattern = ops.ErrBadPattern
@@ -108,11 +110,18 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 		return nil
 	}
 	defer r.Close()
+	src, err := sniffBOM(r)
+	if err != nil {
+		if explicit || g.ctx.Err() != nil {
+			return err
+		}
+		return nil
+	}
 	s := &fileSearch{g: g, rel: rel, C: max(g.q.Context, 0)}
 	if g.buf == nil {
 		g.buf = make([]byte, chunkSize)
 	}
-	cr := &chunkReader{r: r, buf: g.buf}
+	cr := &chunkReader{r: src, buf: g.buf}
 	defer func() { g.buf = cr.buf }() // reused by the next file, grown or not
 	for first := true; ; first = false {
 		chunk, err := cr.next()
@@ -150,6 +159,29 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 		return errStop
 	}
 	return nil
+}
+
+// sniffBOM does ripgrep's default BOM sniffing: a UTF-8 byte order mark is
+// dropped, a UTF-16 (LE or BE) file with one is transcoded to UTF-8, and
+// anything else is read as it is.
+func sniffBOM(r io.Reader) (io.Reader, error) {
+	var head [3]byte
+	n, err := io.ReadFull(r, head[:])
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, err
+	}
+	h := head[:n]
+	rest := io.MultiReader(bytes.NewReader(h), r)
+	switch {
+	case bytes.HasPrefix(h, []byte{0xEF, 0xBB, 0xBF}):
+		return r, nil
+	case bytes.HasPrefix(h, []byte{0xFF, 0xFE}), bytes.HasPrefix(h, []byte{0xFE, 0xFF}):
+		return transform.NewReader(rest, unicode.BOMOverride(transform.Nop)), nil
+	}
+	if n < len(head) {
+		return bytes.NewReader(h), nil
+	}
+	return rest, nil
 }
 
 // chunkSize is the initial read buffer; a longer line grows it.
