@@ -106,6 +106,7 @@ func grepCases(root string) []grepCase {
 		{"unicode-B", ops.GrepQuery{Pattern: `\Bté\B`, Path: root, Glob: "uni.txt"}, []string{"uni.txt:4: étéb"}},
 		{"unicode-b-ignorecase", ops.GrepQuery{Pattern: `\bCAFÉ\b`, Path: root, IgnoreCase: true, Glob: "uni.txt"}, []string{"uni.txt:1: café 123 ٣"}},
 		{"bom", ops.GrepQuery{Pattern: `^bom`, Path: root}, []string{"bom16.txt:1: bom sixteen", "bom8.txt:1: bom start"}},
+		{"empty-pattern", ops.GrepQuery{Pattern: "", Path: root, Glob: "crlf.txt"}, []string{"crlf.txt:1: hello", "crlf.txt:2: x\rhello y", "crlf.txt:3: hello z\r"}},
 		{"dollar-before-cr", ops.GrepQuery{Pattern: `hello$`, Path: root, Glob: "crlf.txt"}, nil},
 		{"binary-explicit", ops.GrepQuery{Pattern: "hello", Path: filepath.Join(root, "bin.dat")}, []string{"bin.dat:1: hello\x00bin"}},
 		{"nested-negation", ops.GrepQuery{Pattern: "hello", Path: filepath.Join(root, "nested")}, []string{"important.txt:1: hello important"}},
