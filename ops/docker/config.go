@@ -1,0 +1,161 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+
+	"github.com/moby/moby/client"
+)
+
+// Labels put on everything this package creates, so gc and leak checks find
+// it.
+const (
+	// LabelManaged marks a pi-sandbox container ("true").
+	LabelManaged = "pi-sandbox.managed"
+	// LabelKind is "ephemeral" (removed by Close) or "sandbox" (from Up).
+	LabelKind = "pi-sandbox.kind"
+)
+
+// Defaults of the hardened profile (DESIGN §7).
+const (
+	DefaultUser      = "1000:1000"
+	DefaultWorkDir   = "/workspace"
+	DefaultStateDir  = "/var/lib/pi-sandbox"
+	DefaultMemory    = 2 << 30
+	DefaultCPUs      = 2.0
+	DefaultPidsLimit = 2048
+	DefaultTmpSize   = 512 << 20
+)
+
+// Config configures a docker backend. The zero value of every field except
+// the image or container is the hardened profile; each relaxation is a named
+// field. New copies the struct before filling defaults.
+type Config struct {
+	// Image runs an ephemeral container from this local image (it is never
+	// pulled) with the hardened profile; Close removes it and its volumes.
+	// Exactly one of Image and Container must be set.
+	Image string
+	// Container uses an existing running container as it is: no profile is
+	// applied and Close removes only what the backend put inside it.
+	Container string
+
+	// Client is the engine client. Zero: NewClient() (DOCKER_HOST etc.),
+	// closed by Close.
+	Client *client.Client
+
+	// WorkDir is the working directory in the container. Zero: /workspace
+	// for Image (a fresh volume unless a mount covers it); for Container,
+	// the container's working directory, else /.
+	WorkDir string
+	// User is "UID:GID" (or a name) for every command and file operation.
+	// Zero: 1000:1000 for Image; the container's user for Container.
+	User string
+	// Mounts are bind mounts for an Image container.
+	Mounts []Mount
+	// Labels are added to the container and volumes we create (for example
+	// a per-run label in tests); the managed labels are always set.
+	Labels map[string]string
+	// Env holds KEY=VALUE entries for every command, on top of the image's
+	// environment and the non-interactive defaults (PAGER=cat ...). Nothing
+	// of the host's environment is passed.
+	Env []string
+
+	// Memory is the memory limit in bytes. Zero: 2 GiB. Negative: none.
+	Memory int64
+	// CPUs is the CPU limit. Zero: 2, capped at the engine's CPU count.
+	// Negative: none.
+	CPUs float64
+	// PidsLimit caps processes and threads. Zero: 2048. Negative: none.
+	PidsLimit int64
+	// TmpSize is the size of the /tmp tmpfs. Zero: 512 MiB.
+	TmpSize int64
+
+	// AllowNetwork attaches the container to the engine's default network.
+	// Zero: network "none".
+	AllowNetwork bool
+	// WritableRootfs leaves the root file system writable. Zero: read-only.
+	WritableRootfs bool
+	// AllowNewPrivileges drops no-new-privileges. Zero: set.
+	AllowNewPrivileges bool
+	// CapAdd lists capabilities kept despite the CapDrop ALL default.
+	CapAdd []string
+	// NoInit runs without the engine's init as PID 1 (orphans are then not
+	// reaped). Zero: HostConfig.Init.
+	NoInit bool
+
+	// ShimBinary is the host path of a static linux pi-sandbox binary to
+	// upload as the shim. Zero: shim.HostBinary(). NoShim disables it: the
+	// plain wrapper runs commands and Info.Limits says what is lost.
+	ShimBinary string
+	NoShim     bool
+}
+
+// Mount is a bind mount.
+type Mount struct {
+	Source   string // host path (on the engine's host)
+	Target   string // absolute path in the container
+	ReadOnly bool
+}
+
+// ParseMount parses HOST:TARGET[:ro].
+func ParseMount(s string) (Mount, error) {
+	parts := strings.Split(s, ":")
+	var m Mount
+	switch {
+	case len(parts) == 2:
+	case len(parts) == 3 && (parts[2] == "ro" || parts[2] == "rw"):
+		m.ReadOnly = parts[2] == "ro"
+	default:
+		return m, fmt.Errorf("docker: mount %q: want HOST:TARGET[:ro]", s)
+	}
+	m.Source, m.Target = parts[0], parts[1]
+	if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) {
+		return m, fmt.Errorf("docker: mount %q: both paths must be absolute", s)
+	}
+	return m, nil
+}
+
+// Errors from New for a bad configuration.
+var (
+	ErrNoTarget        = errors.New("docker: config needs Image or Container")
+	ErrImageAndTarget  = errors.New("docker: config has both Image and Container")
+	ErrMountsNeedImage = errors.New("docker: Mounts need Image")
+)
+
+func (c *Config) validate() error {
+	switch {
+	case c.Image == "" && c.Container == "":
+		return ErrNoTarget
+	case c.Image != "" && c.Container != "":
+		return ErrImageAndTarget
+	case len(c.Mounts) > 0 && c.Image == "":
+		return ErrMountsNeedImage
+	}
+	if c.WorkDir != "" && (!path.IsAbs(c.WorkDir) || path.Clean(c.WorkDir) != c.WorkDir) {
+		return fmt.Errorf("docker: WorkDir %q is not an absolute clean path", c.WorkDir)
+	}
+	for _, kv := range c.Env {
+		if k, _, ok := strings.Cut(kv, "="); !ok || k == "" {
+			return fmt.Errorf("docker: bad Env entry %q", kv)
+		}
+	}
+	return nil
+}
+
+// labels returns our labels plus the extra ones.
+func (c *Config) labels(kind string) map[string]string {
+	l := map[string]string{LabelManaged: "true", LabelKind: kind}
+	for k, v := range c.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// baseEnv is what every command gets before Config.Env and Cmd.Env
+// (DESIGN §5: non-interactive defaults).
+var baseEnv = []string{
+	"PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true",
+	"DEBIAN_FRONTEND=noninteractive",
+}

@@ -1,0 +1,298 @@
+package docker
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Labels recording who created an ephemeral container, so gc can tell a
+// leaked one (its process is gone) from one in use.
+const (
+	LabelHost = "pi-sandbox.host"
+	LabelPID  = "pi-sandbox.pid"
+)
+
+// keepAlive is PID 1's child: it only has to stay up. The trap lets a stop
+// end it at once even without an init.
+const keepAlive = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
+
+// createContainer creates and starts a container from cfg.Image with the
+// hardened profile and returns its id. cfg has its defaults filled.
+func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind string) (string, error) {
+	if _, err := cli.ImageInspect(ctx, cfg.Image); err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return "", fmt.Errorf("docker: image %s is not on the engine (nothing is pulled; run `pi-sandbox image build`)", cfg.Image)
+		}
+		return "", transportErr("image inspect", err)
+	}
+	labels := cfg.labels(kind)
+	if kind == "ephemeral" {
+		host, _ := os.Hostname()
+		labels[LabelHost] = host
+		labels[LabelPID] = strconv.Itoa(os.Getpid())
+	}
+	hc := &container.HostConfig{
+		NetworkMode:    "none",
+		CapDrop:        []string{"ALL"},
+		CapAdd:         cfg.CapAdd,
+		ReadonlyRootfs: !cfg.WritableRootfs,
+		Tmpfs: map[string]string{
+			// Docker's tmpfs default is noexec; the shim and build tools
+			// need to run from here.
+			"/tmp": fmt.Sprintf("rw,exec,nosuid,nodev,size=%d,mode=1777", cfg.TmpSize),
+		},
+	}
+	if cfg.AllowNetwork {
+		hc.NetworkMode = ""
+	}
+	if !cfg.AllowNewPrivileges {
+		hc.SecurityOpt = []string{"no-new-privileges:true"}
+	}
+	if !cfg.NoInit {
+		t := true
+		hc.Init = &t
+	}
+	if cfg.Memory > 0 {
+		hc.Memory = cfg.Memory
+		hc.MemorySwap = cfg.Memory // no swap: an OOM kill, not a crawl
+	}
+	if cfg.CPUs > 0 {
+		cpus := cfg.CPUs
+		if info, err := cli.Info(ctx, client.InfoOptions{}); err == nil && info.Info.NCPU > 0 && float64(info.Info.NCPU) < cpus {
+			cpus = float64(info.Info.NCPU)
+		}
+		hc.NanoCPUs = int64(cpus * 1e9)
+	}
+	if cfg.PidsLimit > 0 {
+		n := cfg.PidsLimit
+		hc.PidsLimit = &n
+	}
+	covered := false
+	for _, m := range cfg.Mounts {
+		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
+		if m.Target == cfg.WorkDir || strings.HasPrefix(cfg.WorkDir, strings.TrimSuffix(m.Target, "/")+"/") {
+			covered = true
+		}
+	}
+	vol := func(target string) mount.Mount {
+		// Anonymous volumes: removed with the container (RemoveVolumes),
+		// labelled so a leak is still findable.
+		return mount.Mount{Type: mount.TypeVolume, Target: target, VolumeOptions: &mount.VolumeOptions{Labels: labels}}
+	}
+	if !covered {
+		hc.Mounts = append(hc.Mounts, vol(cfg.WorkDir))
+	}
+	hc.Mounts = append(hc.Mounts, vol(DefaultStateDir))
+
+	cc := &container.Config{
+		Image:      cfg.Image,
+		User:       cfg.User,
+		Labels:     labels,
+		Entrypoint: []string{"/bin/sh", "-c", keepAlive},
+		Cmd:        []string{},
+		WorkingDir: cfg.WorkDir,
+		Hostname:   "pi-sandbox",
+		Env:        append(append([]string{}, baseEnv...), cfg.Env...),
+	}
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc})
+	if err != nil {
+		return "", transportErr("container create", err)
+	}
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		removeContainer(cli, res.ID)
+		return "", transportErr("container start", err)
+	}
+	return res.ID, nil
+}
+
+// removeContainer force-removes id and its anonymous volumes; "already
+// gone" is success.
+func removeContainer(cli *client.Client, id string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+		return transportErr("container remove", err)
+	}
+	return nil
+}
+
+func isRemovalInProgress(err error) bool {
+	// The engine reports a concurrent removal as a conflict.
+	return cerrdefs.IsConflict(err)
+}
+
+// transportErr wraps an engine API failure: it never looks like a file
+// error, and errors.Is(err, ops.ErrTransport) holds.
+func transportErr(what string, err error) error {
+	return fmt.Errorf("docker: %s: %w: %w", what, ops.ErrTransport, err)
+}
+
+// Up creates a long-lived hardened container from cfg.Image (labelled
+// kind "sandbox", not removed by anything but Down or gc --all) and returns
+// its id. Use it later with Config.Container.
+func Up(ctx context.Context, cfg Config) (string, error) {
+	if cfg.Image == "" {
+		return "", ErrNoTarget
+	}
+	if cfg.Container != "" {
+		return "", ErrImageAndTarget
+	}
+	if err := cfg.validate(); err != nil {
+		return "", err
+	}
+	cfg.fillImageDefaults()
+	cli, closeCli, err := cfg.client()
+	if err != nil {
+		return "", err
+	}
+	defer closeCli()
+	return createContainer(ctx, cli, &cfg, "sandbox")
+}
+
+// Down removes a container this package created (and its volumes). A
+// container without our label is refused.
+func Down(ctx context.Context, cli *client.Client, id string) error {
+	res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		if cerrdefs.IsNotFound(err) {
+			return fmt.Errorf("docker: no container %q", id)
+		}
+		return transportErr("container inspect", err)
+	}
+	if res.Container.Config == nil || res.Container.Config.Labels[LabelManaged] != "true" {
+		return fmt.Errorf("docker: container %q was not created by pi-sandbox (no %s label)", id, LabelManaged)
+	}
+	return removeContainer(cli, res.Container.ID)
+}
+
+// Sandbox is one of our containers, as List reports it.
+type Sandbox struct {
+	ID, Image, Kind, State, Status string
+	Created                        time.Time
+	Labels                         map[string]string
+}
+
+// List returns the containers carrying our label, plus those matching the
+// extra label filters ("key=value").
+func List(ctx context.Context, cli *client.Client, labels ...string) ([]Sandbox, error) {
+	f := client.Filters{}.Add("label", LabelManaged+"=true")
+	if len(labels) > 0 {
+		f = f.Add("label", labels...)
+	}
+	res, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, transportErr("container list", err)
+	}
+	var out []Sandbox
+	for _, c := range res.Items {
+		out = append(out, Sandbox{
+			ID: c.ID, Image: c.Image, Kind: c.Labels[LabelKind], State: string(c.State), Status: c.Status,
+			Created: time.Unix(c.Created, 0), Labels: c.Labels,
+		})
+	}
+	return out, nil
+}
+
+// Leaked reports whether s is garbage: not running, or ephemeral and its
+// creating process on this host is gone, or ephemeral from another host and
+// older than maxAge.
+func Leaked(s Sandbox, maxAge time.Duration) bool {
+	if s.State != string(container.StateRunning) && s.State != string(container.StatePaused) {
+		return true
+	}
+	if s.Kind != "ephemeral" {
+		return false
+	}
+	host, _ := os.Hostname()
+	if s.Labels[LabelHost] == host {
+		pid, err := strconv.Atoi(s.Labels[LabelPID])
+		return err != nil || !processAlive(pid)
+	}
+	return time.Since(s.Created) > maxAge
+}
+
+// GC removes our leaked containers (see Leaked) — all of ours when all is
+// set — and returns the removed ids.
+func GC(ctx context.Context, cli *client.Client, all bool, maxAge time.Duration) ([]string, error) {
+	list, err := List(ctx, cli)
+	if err != nil {
+		return nil, err
+	}
+	var removed []string
+	for _, s := range list {
+		if !all && !Leaked(s, maxAge) {
+			continue
+		}
+		if err := removeContainer(cli, s.ID); err != nil {
+			return removed, err
+		}
+		removed = append(removed, s.ID)
+	}
+	return removed, nil
+}
+
+func processAlive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
+	return err == nil
+}
+
+// fillImageDefaults applies the hardened profile's zero-value defaults.
+func (c *Config) fillImageDefaults() {
+	if c.User == "" {
+		c.User = DefaultUser
+	}
+	if c.WorkDir == "" {
+		c.WorkDir = DefaultWorkDir
+	}
+	switch {
+	case c.Memory == 0:
+		c.Memory = DefaultMemory
+	case c.Memory < 0:
+		c.Memory = 0
+	}
+	switch {
+	case c.CPUs == 0:
+		c.CPUs = DefaultCPUs
+	case c.CPUs < 0:
+		c.CPUs = 0
+	}
+	switch {
+	case c.PidsLimit == 0:
+		c.PidsLimit = DefaultPidsLimit
+	case c.PidsLimit < 0:
+		c.PidsLimit = 0
+	}
+	if c.TmpSize <= 0 {
+		c.TmpSize = DefaultTmpSize
+	}
+	c.WorkDir = path.Clean(c.WorkDir)
+}
+
+// client returns cfg.Client or a new one, with the function that releases
+// it.
+func (c *Config) client() (*client.Client, func(), error) {
+	if c.Client != nil {
+		return c.Client, func() {}, nil
+	}
+	cli, err := NewClient()
+	if err != nil {
+		return nil, nil, err
+	}
+	return cli, func() { cli.Close() }, nil
+}

@@ -1,0 +1,52 @@
+// Package docker is the pi-sandbox backend for a Docker container, through
+// the Engine API (github.com/moby/moby/client; the API version is
+// negotiated, so Debian's docker.io 20.10 with API 1.41 works, and any
+// engine DOCKER_HOST names, unix or tcp).
+//
+// [New] either creates an ephemeral container from [Config.Image] with the
+// hardened profile — user 1000:1000, CapDrop ALL, no-new-privileges, an
+// init, pids/memory/CPU limits, network none, a read-only root file system
+// with an exec-enabled tmpfs on /tmp, the workspace and the sandbox's own
+// directory on volumes; each relaxation is a named [Config] field — which
+// Close removes with its volumes, or uses an existing container as it is
+// ([Config.Container]). Images are never pulled (see package images).
+//
+// # Commands
+//
+// Run follows DESIGN §3/§4: ExecCreate, then ExecAttach (which starts the
+// exec), stdcopy demultiplexing, no TTY. The command runs under the
+// ops/internal/shellproc wrapper: a session leader whose group is recorded,
+// stderr merged into stdout at the source, and a control channel on the
+// wrapper's own stderr (pgid, start failures, the shell's exit status, the
+// cgroup's oom_kill counter before and after). The exit status comes from
+// that channel; when the wrapper itself died, from ExecInspect polled until
+// Running is false, which a ticker also watches while the command runs.
+// After the shell exits, output is read until idle for ops.ExitGrace; then
+// the remaining group is killed. Cancel and timeout run a second exec with
+// the kill script (the shim's sweep first when the shim is there), then stop
+// waiting for the stream. When the pi-sandbox binary is a static Linux
+// executable of the container's architecture, it is uploaded once per
+// container as the shim (content-addressed, next to the sandbox directory)
+// and commands run under it, so a process that calls setsid dies too;
+// otherwise Info.Limits says so.
+//
+// An out-of-memory kill of a command is not in the container's State
+// (that is PID 1's): Run compares the cgroup's oom_kill counter
+// (memory.events on cgroup v2, memory.oom_control on v1) and sets
+// ExitError.OOMKilled.
+//
+// # Files
+//
+// Files go through exec as well — cat for reads (streamed), a temp file and
+// mv for atomic writes, stat -c, a NUL-separated listing, mkdir -p, test,
+// readlink -f — not the archive API, which takes the container lock, fails
+// on a read-only root and writes nothing under a tmpfs. The scripts work in
+// busybox and in Debian's coreutils; failures come back as *fs.PathError
+// values wrapping ops.Errno codes mapped from the tools' messages. Engine
+// failures and a container that is gone wrap ops.ErrTransport.
+//
+// # Sandboxes
+//
+// [Up], [Down], [List] and [GC] manage long-lived containers for the CLI;
+// everything created carries the [LabelManaged] label (plus Config.Labels).
+package docker

@@ -1,0 +1,307 @@
+package docker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
+)
+
+var (
+	_ ops.Backend     = (*Backend)(nil)
+	_ ops.LineCountFS = (*Backend)(nil)
+)
+
+// Backend runs tools in a container through the Engine API.
+type Backend struct {
+	cli       *client.Client
+	closeCli  func()
+	id        string // container id
+	ephemeral bool   // we created the container; Close removes it
+	user      string // exec user ("" = the container's)
+	env       []string
+	info      ops.Info
+	stateDir  string // the sandbox's own directory in the container
+	runDir    string // per-call pid files
+	shimPath  string // the shim in the container, "" without
+	oomProbe  string // shellproc.Spec.Probe reading the oom_kill counter
+	oomFile   string
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens a docker backend: it creates and starts an ephemeral hardened
+// container from cfg.Image, or attaches to cfg.Container, then probes the
+// target (user, home, shell, architecture, cgroup) in one exec and prepares
+// the sandbox's own directory and the shim.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg.Labels = cloneMap(cfg.Labels)
+	cfg.Mounts = append([]Mount(nil), cfg.Mounts...)
+	cfg.Env = append([]string(nil), cfg.Env...)
+	cli, closeCli, err := cfg.client()
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{cli: cli, closeCli: closeCli}
+	if _, err := Ping(ctx, cli); err != nil {
+		closeCli()
+		return nil, err
+	}
+	if cfg.Image != "" {
+		cfg.fillImageDefaults()
+		id, err := createContainer(ctx, cli, &cfg, "ephemeral")
+		if err != nil {
+			closeCli()
+			return nil, err
+		}
+		b.id, b.ephemeral, b.user = id, true, cfg.User
+	} else {
+		res, err := cli.ContainerInspect(ctx, cfg.Container, client.ContainerInspectOptions{})
+		if err != nil {
+			closeCli()
+			if cerrdefs.IsNotFound(err) {
+				return nil, fmt.Errorf("docker: no container %q", cfg.Container)
+			}
+			return nil, transportErr("container inspect", err)
+		}
+		if res.Container.State == nil || !res.Container.State.Running {
+			closeCli()
+			return nil, fmt.Errorf("docker: container %q is not running", cfg.Container)
+		}
+		b.id, b.user = res.Container.ID, cfg.User
+		if cfg.WorkDir == "" && res.Container.Config != nil {
+			cfg.WorkDir = res.Container.Config.WorkingDir
+		}
+		if cfg.WorkDir == "" {
+			cfg.WorkDir = "/"
+		}
+	}
+	b.env = append(append([]string{}, baseEnv...), cfg.Env...)
+	if err := b.probe(ctx, &cfg); err != nil {
+		b.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// probeScript prints key=value lines about the target and prepares the
+// sandbox directory. $1 is the working directory, $2 the preferred state
+// directory (empty for an existing container), $3 a random suffix.
+const probeScript = `
+echo "uid=$(id -u)"; echo "gid=$(id -g)"; echo "user=$(id -un 2>/dev/null)"
+echo "home=$HOME"; echo "arch=$(uname -m)"; echo "os=$(uname -s)"
+for s in /bin/bash /usr/bin/bash; do if [ -x "$s" ]; then echo "shell=$s"; break; fi; done
+if [ -f /sys/fs/cgroup/memory.events ]; then echo oom=/sys/fs/cgroup/memory.events
+elif [ -f /sys/fs/cgroup/memory/memory.oom_control ]; then echo oom=/sys/fs/cgroup/memory/memory.oom_control; fi
+[ -d "$1" ] && echo workdir=ok
+[ -w "$1" ] && echo workdir_w=ok
+st=
+if [ -n "$2" ] && mkdir -p "$2/sb-$3" 2>/dev/null; then st=$2/sb-$3
+else
+  for base in /var/tmp /tmp "$HOME"; do
+    if [ -d "$base" ] && [ -w "$base" ] && mkdir -m 700 "$base/pi-sandbox-$3" 2>/dev/null; then st=$base/pi-sandbox-$3; break; fi
+  done
+fi
+if [ -n "$st" ] && mkdir -p "$st/spill" "$st/run"; then
+  echo "state=$st"
+  fs=$(stat -f -c %T "$st" 2>/dev/null); echo "statefs=$fs"
+fi
+true
+`
+
+func (b *Backend) probe(ctx context.Context, cfg *Config) error {
+	var rnd [6]byte
+	rand.Read(rnd[:])
+	suffix := hex.EncodeToString(rnd[:])
+	stateBase := ""
+	if b.ephemeral {
+		stateBase = DefaultStateDir
+	}
+	res, err := b.script(ctx, "set -- "+shellproc.Quote(cfg.WorkDir)+" "+shellproc.Quote(stateBase)+" "+suffix+"\n"+probeScript, nil)
+	if err != nil {
+		return fmt.Errorf("docker: probe: %w", err)
+	}
+	if res.code != 0 {
+		return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
+	}
+	kv := map[string]string{}
+	for _, l := range strings.Split(string(res.stdout), "\n") {
+		if k, v, ok := strings.Cut(l, "="); ok {
+			kv[k] = v
+		}
+	}
+	info := ops.Info{
+		Backend: "docker",
+		WorkDir: cfg.WorkDir,
+		Home:    kv["home"],
+		User:    kv["user"],
+		UID:     atoiOr(kv["uid"], -1),
+		GID:     atoiOr(kv["gid"], -1),
+		OS:      strings.ToLower(kv["os"]),
+		Arch:    goarch(kv["arch"]),
+		Shell:   kv["shell"],
+	}
+	if info.Shell == "" {
+		info.Shell = "/bin/sh"
+	}
+	if info.Home == "" {
+		info.Home = "/"
+	}
+	if kv["workdir"] != "ok" {
+		return fmt.Errorf("docker: working directory %s does not exist in the container", cfg.WorkDir)
+	}
+	if kv["workdir_w"] != "ok" {
+		info.Limits = append(info.Limits, "the working directory "+cfg.WorkDir+" is not writable for the sandbox user")
+	}
+	b.stateDir = kv["state"]
+	if b.stateDir == "" {
+		return fmt.Errorf("docker: no writable directory for the sandbox's own files (/var/tmp, /tmp, home)")
+	}
+	if kv["statefs"] == "tmpfs" {
+		info.Limits = append(info.Limits, "the spill directory is on a tmpfs (memory-backed)")
+	}
+	b.runDir = b.stateDir + "/run"
+	info.SpillDir = b.stateDir + "/spill"
+	if f := kv["oom"]; f != "" {
+		b.oomFile = f
+		b.oomProbe = `while read k v; do [ "$k" = oom_kill ] && pv=$v; done < ` + shellproc.Quote(f)
+	} else {
+		info.Limits = append(info.Limits, "no cgroup oom_kill counter: an out-of-memory kill is reported as a plain signal death")
+	}
+	b.info = info
+	b.setupShim(ctx, cfg)
+	return nil
+}
+
+// Info describes the container.
+func (b *Backend) Info() ops.Info {
+	i := b.info
+	i.Capabilities = append([]string(nil), i.Capabilities...)
+	i.Limits = append([]string(nil), i.Limits...)
+	return i
+}
+
+// ID returns the container's id.
+func (b *Backend) ID() string { return b.id }
+
+// Close removes the ephemeral container with its volumes, or the
+// sandbox's own directory in an existing container. It is safe to call
+// twice.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		if b.ephemeral {
+			b.closeErr = removeContainer(b.cli, b.id)
+		} else if b.stateDir != "" {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			res, err := b.script(ctx, "rm -rf "+shellproc.Quote(b.stateDir), nil)
+			cancel()
+			if err == nil && res.code != 0 {
+				err = fmt.Errorf("docker: remove %s: %s", b.stateDir, strings.TrimSpace(res.stderr))
+			}
+			b.closeErr = err
+		}
+		b.closeCli()
+	})
+	return b.closeErr
+}
+
+// engineErr wraps a failed engine call. A container that is gone or no
+// longer running is reported as such.
+func (b *Backend) engineErr(what string, err error) error {
+	if cerrdefs.IsNotFound(err) || cerrdefs.IsConflict(err) {
+		return fmt.Errorf("docker: %s: container %.12s: %w: %w", what, b.id, ops.ErrTransport, err)
+	}
+	return transportErr(what, err)
+}
+
+// goneErr reports a container that stopped under a call.
+func (b *Backend) goneErr(cause error) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	state := "unknown state"
+	if res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{}); err != nil {
+		state = err.Error()
+	} else if s := res.Container.State; s != nil {
+		state = string(s.Status)
+		if !s.Running {
+			state += ", exit code " + strconv.Itoa(s.ExitCode)
+		}
+		if s.OOMKilled {
+			state += ", out of memory"
+		}
+	}
+	return fmt.Errorf("docker: container %.12s (%s): %w: %w", b.id, state, ops.ErrTransport, cause)
+}
+
+func (b *Backend) containerRunning(ctx context.Context) bool {
+	res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+	return err == nil && res.Container.State != nil && res.Container.State.Running && !res.Container.State.Paused
+}
+
+// newCallID names per-call files.
+func newCallID() string {
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	return hex.EncodeToString(rnd[:])
+}
+
+func atoiOr(s string, def int) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return def
+	}
+	return n
+}
+
+func goarch(m string) string {
+	switch m {
+	case "x86_64", "amd64":
+		return "amd64"
+	case "aarch64", "arm64":
+		return "arm64"
+	case "i386", "i686":
+		return "386"
+	case "armv7l", "armv6l":
+		return "arm"
+	case "":
+		return ""
+	}
+	return m
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// validPath checks the ops path grammar: absolute and clean.
+func validPath(op, name string) error {
+	if !path.IsAbs(name) || path.Clean(name) != name {
+		return ops.PathError(op, name, ops.EINVAL)
+	}
+	return nil
+}
+
+var errNoStatus = errors.New("docker: exec ended without a status")

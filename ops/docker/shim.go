@@ -1,0 +1,94 @@
+package docker
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+)
+
+const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
+
+// setupShim uploads the shim (once per container: the path is content
+// addressed and checked first) and records it; on any failure the plain
+// wrapper runs commands and Info.Limits says why.
+func (b *Backend) setupShim(ctx context.Context, cfg *Config) {
+	if cfg.NoShim {
+		b.info.Limits = append(b.info.Limits, noShimLimit+" (disabled)")
+		return
+	}
+	p, err := b.uploadShim(ctx, cfg.ShimBinary)
+	if err != nil {
+		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
+		return
+	}
+	b.shimPath = p
+	b.info.Capabilities = append(b.info.Capabilities, "shim")
+}
+
+func (b *Backend) uploadShim(ctx context.Context, host string) (string, error) {
+	if host == "" {
+		var err error
+		if host, err = shim.HostBinary(); err != nil {
+			return "", err
+		}
+	}
+	data, err := os.ReadFile(host)
+	if err != nil {
+		return "", fmt.Errorf("read shim binary: %w", err)
+	}
+	if err := checkStaticELF(data, b.info.Arch); err != nil {
+		return "", fmt.Errorf("%s: %w", host, err)
+	}
+	sum := sha256.Sum256(data)
+	// Next to the sandbox directories, so later sandboxes in the same
+	// container reuse it; the sandbox directory's file system allows exec
+	// in our profile (a volume), which the version check proves.
+	target := path.Join(path.Dir(b.stateDir), "pi-sandbox-shim-"+hex.EncodeToString(sum[:8]))
+	q := shellproc.Quote(target)
+	check := "[ -x " + q + " ] && " + q + " __shim version 2>&1"
+	res, err := b.script(ctx, check, nil)
+	if err != nil {
+		return "", err
+	}
+	if res.code == 0 && strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
+		return target, nil
+	}
+	up := "t=" + q + ".$$; cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" " + q + " && " + q + " __shim version 2>&1 || { s=$?; rm -f \"$t\"; return $s; }"
+	res, err = b.script(ctx, up, io.Reader(bytes.NewReader(data)))
+	if err != nil {
+		return "", err
+	}
+	if res.code != 0 || !strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
+		return "", fmt.Errorf("upload to %s failed (exit %d): %s", target, res.code, strings.TrimSpace(res.stderr+string(res.stdout)))
+	}
+	return target, nil
+}
+
+// checkStaticELF checks that data is a statically linked Linux executable
+// for goarch.
+func checkStaticELF(data []byte, goarch string) error {
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("not an ELF executable: %w", err)
+	}
+	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[goarch]
+	if want == 0 || f.Machine != want {
+		return fmt.Errorf("built for %s, the container is %s", f.Machine, goarch)
+	}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			return fmt.Errorf("dynamically linked (build with CGO_ENABLED=0)")
+		}
+	}
+	return nil
+}
