@@ -23,6 +23,9 @@ type Backend struct {
 	owned  bool // the connections are ours to close
 	info   ops.Info
 	groups []int // the user's group IDs, for Access
+	// shimPath is the uploaded shim on the remote host, "" when commands
+	// run under the plain wrapper.
+	shimPath string
 
 	closeOnce sync.Once
 	closeErr  error
@@ -135,7 +138,6 @@ func (b *Backend) probe(ctx context.Context) error {
 	if b.cfg.WorkDir != "" {
 		info.WorkDir = path.Clean(b.cfg.WorkDir)
 	}
-	info.Limits = append(info.Limits, "no shim: a process that calls setsid itself survives a kill")
 	b.info = info
 	fi, err := b.Stat(ctx, info.WorkDir)
 	if err != nil {
@@ -146,6 +148,7 @@ func (b *Backend) probe(ctx context.Context) error {
 		b.removeSpill()
 		return fmt.Errorf("sshops: working directory: %w", ops.PathError("chdir", info.WorkDir, ops.ENOTDIR))
 	}
+	b.setupShim(ctx)
 	return nil
 }
 

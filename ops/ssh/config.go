@@ -65,9 +65,15 @@ type Config struct {
 	// MaxConns caps the connections to the host. Zero: 16.
 	MaxConns int
 
-	// ShimBinary is a local static pi-sandbox binary uploaded to run
-	// commands under the shim when the remote OS/arch match. Empty: no shim.
+	// ShimBinary is the local path of a static linux pi-sandbox binary,
+	// uploaded by SFTP (once per host: the remote path is content addressed)
+	// to run commands under the shim, which also kills processes that call
+	// setsid themselves. Zero: shim.HostBinary(). When the remote OS or
+	// architecture differ, or the upload or a test run fails, commands run
+	// under the plain wrapper and Info.Limits says why.
 	ShimBinary string
+	// NoShim disables the shim.
+	NoShim bool
 }
 
 // ErrNoHost is returned by New when Config.Host is empty.

@@ -51,7 +51,7 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if err := errors.Join(err1, err2, err3); err != nil {
 		return b.pool.transportErr("run", err)
 	}
-	if err := s.Start(remoteCommand(dir, b.info.Shell, cmd.Command, env)); err != nil {
+	if err := s.Start(remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env)); err != nil {
 		if c.isDead() {
 			return b.pool.transportErr("run", err)
 		}
@@ -62,7 +62,7 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 		b: b, s: s, c: c, stdin: stdin, out: cmd.Output, dir: dir,
 		activity:    make(chan struct{}, 1),
 		outDone:     make(chan struct{}),
-		control:     make(chan controlEvent, 4),
+		control:     make(chan controlEvent, 8),
 		sessionDone: make(chan struct{}),
 		pgidKnown:   make(chan struct{}),
 	}
@@ -107,13 +107,18 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 		case ev := <-r.control:
 			switch ev.kind {
 			case "exit":
-				exited, exitCode, exitAt = true, ev.n, time.Now()
+				// With a shim this comes twice: the shim's "exited" at
+				// once, the wrapper's "exit" after the shim's grace.
+				exitCode = ev.n
 				if stdoutEOF {
 					return finish()
 				}
-				grace = time.NewTimer(ops.ExitGrace)
-				defer grace.Stop()
-				graceC = grace.C
+				if !exited {
+					exited, exitAt = true, time.Now()
+					grace = time.NewTimer(ops.ExitGrace)
+					defer grace.Stop()
+					graceC = grace.C
+				}
 			case "start":
 				r.waitSession(killWait)
 				return ev.err
@@ -217,7 +222,12 @@ func (r *runState) copyOut(stdout io.Reader) {
 func (r *runState) readControl(stderr io.Reader) {
 	sc := bufio.NewScanner(stderr)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "pi-sandbox-shim: "); ok {
+			r.shimLine(rest)
+			continue
+		}
+		f := strings.Fields(line)
 		if len(f) < 2 {
 			continue
 		}
@@ -247,6 +257,24 @@ func (r *runState) readControl(stderr io.Reader) {
 		}
 	}
 	io.Copy(io.Discard, stderr)
+}
+
+// shimLine parses the shim's reports: "exited N" when the command's shell
+// ended (before the shim's grace), "start: OP PATH: CODE" when it could not
+// start.
+func (r *runState) shimLine(rest string) {
+	if st, ok := strings.CutPrefix(rest, "exited "); ok {
+		if n, err := strconv.Atoi(strings.TrimSpace(st)); err == nil {
+			r.control <- controlEvent{kind: "exit", n: n}
+		}
+		return
+	}
+	if st, ok := strings.CutPrefix(rest, "start: "); ok {
+		if i := strings.LastIndex(st, ": "); i > 0 {
+			op, p, _ := strings.Cut(st[:i], " ")
+			r.control <- controlEvent{kind: "start", err: &ops.StartError{Err: ops.PathError(op, p, ops.Errno(st[i+2:]))}}
+		}
+	}
 }
 
 // drainControl returns a control event that raced with the session's end.
@@ -333,7 +361,11 @@ func (r *runState) kill() {
 	r.pgidMu.Unlock()
 	if pgid > 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), killWait)
-		r.b.runShort(ctx, fmt.Sprintf("kill -9 -%d 2>/dev/null; true", pgid))
+		script := fmt.Sprintf("kill -9 -%d 2>/dev/null; true", pgid)
+		if r.b.shimPath != "" {
+			script = fmt.Sprintf("p=%d x=1; %s; kill -9 -$p 2>/dev/null; true", pgid, shimStop)
+		}
+		r.b.runShort(ctx, script)
 		cancel()
 	}
 	r.waitSession(time.Second)

@@ -15,6 +15,11 @@ import (
 //	start chdir E   the working directory could not be entered (errno E)
 //	start setsid    setsid(1) is missing
 //
+// With a shim (ops/shim, uploaded by New) the session leader is the shim,
+// which also kills processes that called setsid themselves; its own
+// reports ("pi-sandbox-shim: exited N", "pi-sandbox-shim: start: ...") join
+// the control channel.
+//
 // The session's stdin is a watchdog: when the client closes it (the command
 // is done, or cancelled), or sshd does (the connection dropped), the whole
 // group gets SIGKILL. In a non-interactive shell a background job is not a
@@ -26,13 +31,17 @@ if [ ! -e "$1" ]; then e=ENOENT; elif [ ! -d "$1" ]; then e=ENOTDIR; else e=EACC
 printf 'start chdir %s\n' "$e" >&3; exit 127
 fi
 command -v setsid >/dev/null 2>&1 || { printf 'start setsid\n' >&3; exit 127; }
-s=$2 c=$3; shift 3
+s=$2 c=$3 x=$4; shift 4
 for kv; do export "$kv"; done
+if [ -n "$x" ]; then
+setsid "$x" __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
+else
 setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
+fi
 p=$!
 exec >/dev/null 2>&1
 printf 'pgid %s\n' "$p" >&3
-(read -r _; kill -9 -"$p") <&4 3>&- &
+(read -r _; ` + shimStop + `; kill -9 -"$p") <&4 3>&- &
 w=$!
 exec 4<&-
 wait "$p"; st=$?
@@ -40,10 +49,15 @@ printf 'exit %s\n' "$st" >&3
 wait "$w"
 exit "$st"`
 
+// shimStop asks a shim ($x, pid $p) to kill every descendant (setsid
+// escapees included) and waits up to 2 s for it; the group kill follows.
+// Without a shim it does nothing.
+const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while kill -0 "$p" && [ $n -lt 40 ]; do sleep 0.05; n=$((n+1)); done; } 2>/dev/null`
+
 // remoteCommand is the exec request for one Run. sshd hands it to the user's
 // login shell, so everything is quoted for a POSIX shell and the wrapper runs
 // under /bin/sh whatever the login shell is.
-func remoteCommand(dir, shell, command string, env []string) string {
+func remoteCommand(dir, shell, shimPath, command string, env []string) string {
 	var b strings.Builder
 	b.WriteString("exec /bin/sh -c ")
 	b.WriteString(shQuote(wrapScript))
@@ -53,6 +67,8 @@ func remoteCommand(dir, shell, command string, env []string) string {
 	b.WriteString(shQuote(shell))
 	b.WriteByte(' ')
 	b.WriteString(shQuote(command))
+	b.WriteByte(' ')
+	b.WriteString(shQuote(shimPath))
 	for _, kv := range env {
 		b.WriteByte(' ')
 		b.WriteString(shQuote(kv))
