@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -95,10 +96,8 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 		matches   int
 		lastLine  int
 		limitFile string
-		stopped   bool
 	)
 	limit := q.MaxMatches
-	stop := errors.New("stop")
 	w := &lineWriter{cancel: cancel}
 	w.handle = func(line []byte) error {
 		if len(line) == 0 || line[0] != '{' {
@@ -124,23 +123,20 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 			p = strings.TrimPrefix(p, "./")
 		}
 		text := m.Data.Lines.raw()
-		text = []byte(strings.TrimSuffix(strings.TrimSuffix(string(text), "\n"), "\r"))
-		if l := m.Data.Lines.raw(); len(l) > 0 && l[len(l)-1] != '\n' {
-			text = l // no "\n": keep a final "\r"
+		if t, ok := bytes.CutSuffix(text, []byte{'\n'}); ok {
+			text = bytes.TrimSuffix(t, []byte{'\r'})
 		}
 		ev := ops.GrepEvent{Path: p, Line: m.Data.LineNumber, Match: m.Type == "match", Text: text}
 		if limit > 0 && matches >= limit {
 			// Only the trailing context of the last allowed match remains.
 			if ev.Match || p != limitFile || ev.Line > lastLine+q.Context {
-				stopped = true
-				return stop
+				return errStop
 			}
 			if err := fn(ev); err != nil {
 				return err
 			}
 			if ev.Line == lastLine+q.Context {
-				stopped = true
-				return stop
+				return errStop
 			}
 			return nil
 		}
@@ -151,8 +147,7 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 			matches++
 			limitFile, lastLine = p, ev.Line
 			if limit > 0 && matches >= limit && q.Context == 0 {
-				stopped = true
-				return stop
+				return errStop
 			}
 		}
 		return nil
@@ -160,7 +155,7 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 	err := r.Run(runCtx, &ops.Cmd{Command: script, Dir: "/", Output: w})
 	w.flush()
 	if w.err != nil {
-		if stopped && errors.Is(w.err, stop) {
+		if errors.Is(w.err, errStop) {
 			return nil
 		}
 		return w.err
