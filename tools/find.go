@@ -60,7 +60,7 @@ func (t *findTool) Execute(ctx context.Context, _ string, args map[string]any, _
 	if err := loop.DecodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	return runAbortable(ctx, func() (*loop.Result, error) { return t.find(ctx, &a) })
+	return abortable(ctx, func() (*loop.Result, error) { return t.find(ctx, &a) })
 }
 
 func (t *findTool) find(ctx context.Context, a *findArgs) (*loop.Result, error) {

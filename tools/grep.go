@@ -74,30 +74,7 @@ func (t *grepTool) Execute(ctx context.Context, _ string, args map[string]any, _
 	if err := loop.DecodeArgs(args, &a); err != nil {
 		return nil, err
 	}
-	return runAbortable(ctx, func() (*loop.Result, error) { return t.grep(ctx, &a) })
-}
-
-// runAbortable rejects with "Operation aborted" as soon as ctx is done,
-// without waiting for the work (which stops on its own once it sees ctx).
-func runAbortable(ctx context.Context, work func() (*loop.Result, error)) (*loop.Result, error) {
-	type outcome struct {
-		res *loop.Result
-		err error
-	}
-	ch := make(chan outcome, 1)
-	go func() {
-		res, err := work()
-		ch <- outcome{res, err}
-	}()
-	select {
-	case o := <-ch:
-		if ctx.Err() != nil {
-			return nil, errAborted
-		}
-		return o.res, o.err
-	case <-ctx.Done():
-		return nil, errAborted
-	}
+	return abortable(ctx, func() (*loop.Result, error) { return t.grep(ctx, &a) })
 }
 
 // jsLimit is pi's max(1, floor(limit ?? def)).

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
@@ -164,5 +167,30 @@ func TestWriteFileInPlaceWhenDirReadOnly(t *testing.T) {
 	es, _ := os.ReadDir(dir)
 	if len(es) != 1 {
 		t.Fatalf("directory holds %d entries", len(es))
+	}
+}
+
+// TestNoGoroutineLeak runs every kind of ending and checks that Run leaves
+// no goroutine behind.
+func TestNoGoroutineLeak(t *testing.T) {
+	for _, cfg := range []local.Config{{}, {NoShim: true}} {
+		b := open(t, cfg)
+		base := runtime.NumGoroutine()
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		b.Run(ctx, &ops.Cmd{Command: "true"})
+		b.Run(t.Context(), &ops.Cmd{Command: "exit 3"})
+		b.Run(t.Context(), &ops.Cmd{Command: "sleep 300 & echo x", Output: io.Discard})
+		b.Run(t.Context(), &ops.Cmd{Command: "sleep 300", Timeout: 50 * time.Millisecond})
+		b.Run(t.Context(), &ops.Cmd{Command: "true", Dir: "/nonexistent"})
+		b.Run(t.Context(), &ops.Cmd{Command: "yes", Output: &failingSink{}})
+		deadline := time.Now().Add(5 * time.Second)
+		for runtime.NumGoroutine() > base {
+			if time.Now().After(deadline) {
+				buf := make([]byte, 1<<20)
+				t.Fatalf("goroutines: %d before, %d after\n%s", base, runtime.NumGoroutine(), buf[:runtime.Stack(buf, true)])
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
 	}
 }

@@ -22,9 +22,11 @@ const (
 	// shimStopWait is how long the shim gets to kill the tree after a kill
 	// request before the group is killed over its head.
 	shimStopWait = 5 * time.Second
-	// drainWait is how long the pipe may stay open after the final kill (a
+	// drainWait is how long the pipe may stay idle after the final kill (a
 	// process outside the group still holding it) before Run stops reading.
 	drainWait = 200 * time.Millisecond
+	// drainLimit bounds the drain when such a process keeps writing.
+	drainLimit = time.Second
 )
 
 type stopReason int
@@ -97,31 +99,7 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 	if out == nil {
 		out = io.Discard
 	}
-	activity := make(chan struct{}, 1)
-	readDone := make(chan struct{})
-	sinkFailed := make(chan struct{})
-	var sinkErr error // written by the reader before closing sinkFailed
-	go func() {
-		defer close(readDone)
-		buf := make([]byte, 64<<10)
-		for {
-			n, rerr := pr.Read(buf)
-			if n > 0 && sinkErr == nil {
-				if _, werr := out.Write(buf[:n]); werr != nil {
-					// Nobody takes the output any more: stop the command.
-					sinkErr = werr
-					close(sinkFailed)
-				}
-				select {
-				case activity <- struct{}{}:
-				default:
-				}
-			}
-			if rerr != nil {
-				return
-			}
-		}
-	}()
+	pm := startPump(pr, out)
 
 	var timeoutC <-chan time.Time
 	if c.Timeout > 0 {
@@ -141,7 +119,7 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 		shellEnd    *shellExit // the shell's end as the shim reported it
 		grace       *time.Timer
 		graceC      <-chan time.Time
-		readDoneSel = readDone
+		readDoneSel = pm.done
 	)
 loop:
 	for {
@@ -164,11 +142,11 @@ loop:
 			grace = time.NewTimer(ops.ExitGrace)
 			defer grace.Stop()
 			graceC = grace.C
-		case <-activity:
+		case <-pm.activity:
 			if grace != nil {
 				grace.Reset(ops.ExitGrace)
 			}
-		case <-sinkFailed:
+		case <-pm.failed:
 			reason = stopSink
 			break loop
 		case <-readDoneSel:
@@ -177,6 +155,10 @@ loop:
 				break loop
 			}
 		case <-graceC:
+			if !pm.idle() {
+				grace.Reset(ops.ExitGrace)
+				continue
+			}
 			break loop
 		}
 	}
@@ -186,12 +168,7 @@ loop:
 	}
 	// The final group kill, always: background processes die with the call.
 	killGroup(pgid)
-	select {
-	case <-readDone:
-	case <-time.After(drainWait):
-	}
-	pr.Close() // unblocks the reader if something outside the group holds the pipe
-	<-readDone
+	pm.drain(drainWait, drainLimit)
 	if diag != nil {
 		diag.wait()
 		if diag.startErr != nil && exited {
@@ -212,8 +189,8 @@ loop:
 		}
 		return te
 	}
-	if sinkErr != nil {
-		return fmt.Errorf("local: output: %w", sinkErr)
+	if pm.err != nil {
+		return fmt.Errorf("local: output: %w", pm.err)
 	}
 	return exitError(waitErr)
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -21,7 +22,8 @@ const (
 	killLimit = 10 * time.Second
 	// drainWait bounds reading after the sweep (a process outside the tree
 	// that received the pipe over a socket).
-	drainWait = 200 * time.Millisecond
+	drainWait  = 200 * time.Millisecond
+	drainLimit = time.Second
 )
 
 func runMain(args []string, stderr io.Writer) int {
@@ -46,9 +48,16 @@ func runMain(args []string, stderr io.Writer) int {
 	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
 
 	sigs := make(chan os.Signal, 4)
-	// SIGPIPE too: a vanished reader must end in a sweep, not in the shim's
-	// death with the tree left running.
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A vanished reader must end in a sweep (the failed write on stdout
+	// says so), not in the shim's death with the tree left running. Notify,
+	// not Ignore: an ignored SIGPIPE would be inherited by the command.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+		}
+	}()
 
 	if *pidfile != "" {
 		if err := writePidfile(*pidfile); err != nil {
@@ -99,9 +108,9 @@ func runMain(args []string, stderr io.Writer) int {
 	statusCh := make(chan syscall.WaitStatus, 1)
 	go reap(pid, statusCh)
 
-	activity := make(chan struct{}, 1)
+	cp := &copier{activity: make(chan struct{}, 1)}
 	copyDone := make(chan error, 1)
-	go func() { copyDone <- copyOut(os.Stdout, pr, activity) }()
+	go func() { copyDone <- cp.copy(os.Stdout, pr) }()
 
 	var (
 		status   syscall.WaitStatus
@@ -123,7 +132,7 @@ loop:
 			}
 			graceT = time.NewTimer(*grace)
 			graceC = graceT.C
-		case <-activity:
+		case <-cp.activity:
 			if graceT != nil {
 				graceT.Reset(*grace)
 			}
@@ -138,6 +147,10 @@ loop:
 		case <-sigs:
 			break loop
 		case <-graceC:
+			if cp.busy.Load() { // our reader is slow, the command is not idle
+				graceT.Reset(*grace)
+				continue
+			}
 			break loop
 		}
 	}
@@ -148,12 +161,7 @@ loop:
 		status = <-statusCh
 	}
 	if copyOpen {
-		select {
-		case <-copyDone:
-		case <-time.After(drainWait):
-			pr.Close()
-			<-copyDone
-		}
+		cp.drain(copyDone, pr)
 	}
 	if *pidfile != "" {
 		os.Remove(*pidfile)
@@ -190,24 +198,61 @@ func reap(pid int, statusCh chan<- syscall.WaitStatus) {
 	}
 }
 
-// copyOut copies r to w, pinging activity per chunk. A write error is
-// returned (the reader is gone); end of input or a closed r is nil.
-func copyOut(w io.Writer, r *os.File, activity chan<- struct{}) error {
+// copier copies the command's pipe to the shim's stdout.
+type copier struct {
+	activity chan struct{} // a ping per chunk (coalesced)
+	busy     atomic.Bool   // a write to stdout is in progress
+}
+
+// copy copies r to w. A write error is returned (the reader is gone); end
+// of input or a closed r is nil.
+func (c *copier) copy(w io.Writer, r *os.File) error {
 	buf := make([]byte, 64<<10)
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
-			if _, err := w.Write(buf[:n]); err != nil {
+			c.busy.Store(true)
+			_, err := w.Write(buf[:n])
+			c.busy.Store(false)
+			if err != nil {
 				return err
 			}
 			select {
-			case activity <- struct{}{}:
+			case c.activity <- struct{}{}:
 			default:
 			}
 		}
 		if rerr != nil {
 			return nil
 		}
+	}
+}
+
+// drain waits for the copy to reach end of input after the sweep, while
+// output keeps arriving (what was buffered), for at most drainLimit; then
+// it closes r: a process outside the tree holds the pipe.
+func (c *copier) drain(done <-chan error, r *os.File) {
+	idle := time.NewTimer(drainWait)
+	limit := time.NewTimer(drainLimit)
+	defer idle.Stop()
+	defer limit.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-c.activity:
+			idle.Reset(drainWait)
+			continue
+		case <-idle.C:
+			if c.busy.Load() {
+				idle.Reset(drainWait)
+				continue
+			}
+		case <-limit.C:
+		}
+		r.Close()
+		<-done
+		return
 	}
 }
 

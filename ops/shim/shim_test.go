@@ -192,3 +192,33 @@ func TestOutputAfterExitIsCopied(t *testing.T) {
 		t.Fatalf("output %q, %v", out, err)
 	}
 }
+
+func TestReaderGoneKillsTree(t *testing.T) {
+	cmd := shimCmd(t, "run", "--", "/bin/sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $!; while :; do echo x; sleep 0.01; done")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	if !sc.Scan() {
+		t.Fatal("no pid line")
+	}
+	pid, err := strconv.Atoi(sc.Text())
+	if err != nil {
+		t.Fatalf("line %q", sc.Text())
+	}
+	stdout.Close() // the reader goes away
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("shim still running after its reader went away")
+	}
+	deadSoon(t, pid)
+}
