@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"path"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -26,10 +27,12 @@ type testEnv struct {
 
 // testBackends lists the backends the golden tests run on; backend files
 // (local_env_test.go) add theirs in init.
-var testBackends = []struct {
+var testBackends = []backendCase{{"memfs", newMemEnv}}
+
+type backendCase struct {
 	name string
 	new  func(t *testing.T) *testEnv
-}{{"memfs", newMemEnv}}
+}
 
 func newMemEnv(t *testing.T) *testEnv {
 	m := memfs.New()
@@ -93,4 +96,4 @@ func lines(prefix string, n int) string {
 	return b.String()
 }
 
-func itoa(i int) string { return strings.TrimSpace(strings.Repeat(" ", 0) + jsNumber(float64(i))) }
+func itoa(i int) string { return strconv.Itoa(i) }
