@@ -183,3 +183,23 @@ func TestEditFuzzyIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// FuzzEditFuzzyNormalize: the normalization is idempotent, which fuzzy mode
+// relies on (pi re-normalizes the normalized file and uses the offsets in
+// the once-normalized text).
+func FuzzEditFuzzyNormalize(f *testing.F) {
+	f.Add("a\u00a0 \n\u2019x\u2019")
+	f.Add("ＡＢ  \n\u3000e\u0301\u2014")
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			t.Skip()
+		}
+		n := normalizeForFuzzyMatch(s)
+		if n2 := normalizeForFuzzyMatch(n); n2 != n {
+			t.Fatalf("not idempotent: %q → %q → %q", s, n, n2)
+		}
+		if strings.Count(n, "\n") != strings.Count(s, "\n") {
+			t.Fatalf("line count changed: %q → %q", s, n)
+		}
+	})
+}
