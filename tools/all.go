@@ -10,7 +10,7 @@ import (
 func All(b ops.Backend) []loop.Tool {
 	info := b.Info()
 	q := NewMutationQueue(b)
-	return []loop.Tool{
+	ts := []loop.Tool{
 		NewRead(b, info),
 		NewBash(b, b, info),
 		NewEdit(b, info, q),
@@ -19,4 +19,8 @@ func All(b ops.Backend) []loop.Tool {
 		NewFind(b, info),
 		NewLs(b, info),
 	}
+	for i, t := range ts {
+		ts[i] = withUserMessages(t)
+	}
+	return ts
 }
