@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"unicode/utf8"
 )
 
 // readWindow selects the "\n"-separated pieces [start, end) of a file; end
@@ -120,6 +121,23 @@ func scanText(ctx context.Context, r io.Reader, w readWindow, lineCount func() (
 		p := buf[:n]
 		rawPos += int64(n)
 		for len(p) > 0 {
+			// Fast paths for whole chunks that need no per-line work:
+			// before the window, and after the stored part of a window
+			// that runs on (valid UTF-8 decodes to itself).
+			if c := bytes.Count(p, []byte{'\n'}); piece+c < w.start {
+				piece += c
+				break
+			} else if !storing && piece > w.start && dec.pending() == 0 && (w.end < 0 || piece+c < w.end) && utf8.Valid(p) {
+				s.selPieces += c
+				s.selBytes += int64(len(p))
+				if c > 0 {
+					cur = int64(len(p) - bytes.LastIndexByte(p, '\n') - 1)
+				} else {
+					cur += int64(len(p))
+				}
+				piece += c
+				break
+			}
 			if w.end >= 0 && piece >= w.end {
 				piece += bytes.Count(p, []byte{'\n'})
 				break
