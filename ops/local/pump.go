@@ -5,6 +5,8 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // pump copies the command's output pipe to the sink as bytes arrive.
@@ -52,7 +54,7 @@ func (p *pump) run() {
 
 // idle reports whether an idle timer may expire now: a slow sink is not an
 // idle command.
-func (p *pump) idle() bool { return !p.busy.Load() }
+func (p *pump) idle() bool { return !p.busy.Load() && !p.pending() }
 
 // drain reads until end of input while output keeps arriving with gaps
 // shorter than wait, for at most limit; then it closes r (something outside
@@ -81,4 +83,14 @@ func (p *pump) drain(wait, limit time.Duration) {
 		<-p.done
 		return
 	}
+}
+
+// pending reports whether bytes wait in the pipe: a starved reader
+// goroutine must not make a busy command look idle.
+func (p *pump) pending() bool {
+	n := 0
+	if rc, err := p.r.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	}
+	return n > 0
 }

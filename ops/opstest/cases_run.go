@@ -290,11 +290,23 @@ func testConcurrent(t testing.TB, ctx context.Context, b ops.Backend) {
 	}
 }
 
+// testOutputAfterExit: output written 50ms after the shell exited is still
+// captured (ops.ExitGrace is 100ms). A loaded machine can delay the late
+// write past the grace, so one success in three attempts passes; a backend
+// that stops reading at exit never succeeds.
 func testOutputAfterExit(t testing.TB, ctx context.Context, b ops.Backend) {
-	out, err := run(ctx, b, "", "(sleep 0.05; echo late) & echo early")
-	if err != nil || out != "early\nlate\n" {
-		t.Fatalf("output %q, %v; want early and late (ops.ExitGrace)", out, err)
+	var outs []string
+	for range 3 {
+		out, err := run(ctx, b, "", "(sleep 0.05; echo late) & echo early")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out == "early\nlate\n" {
+			return
+		}
+		outs = append(outs, out)
 	}
+	t.Fatalf("outputs %q; want early and late (ops.ExitGrace)", outs)
 }
 
 func testTimeout(t testing.TB, ctx context.Context, b ops.Backend) {
@@ -318,18 +330,26 @@ func testTimeout(t testing.TB, ctx context.Context, b ops.Backend) {
 
 // testTimeoutAfterShellExit: the shell exits 3 but a background process
 // keeps writing, so the exit grace keeps being re-armed until the timeout.
+// On a starved machine the writer can pause longer than the grace, which
+// legitimately ends the call; one timeout in three attempts passes.
 func testTimeoutAfterShellExit(t testing.TB, ctx context.Context, b ops.Backend) {
-	err := b.Run(ctx, &ops.Cmd{
-		Command: "yes tick & sleep 0.1; exit 3",
-		Timeout: 1500 * time.Millisecond,
-	})
-	var te *ops.TimeoutError
-	if !errors.As(err, &te) {
-		t.Fatalf("Run = %v (%T), want *ops.TimeoutError", err, err)
+	var errs []error
+	for range 3 {
+		err := b.Run(ctx, &ops.Cmd{
+			Command: "yes tick & sleep 0.1; exit 3",
+			Timeout: 1500 * time.Millisecond,
+		})
+		var te *ops.TimeoutError
+		if !errors.As(err, &te) {
+			errs = append(errs, err)
+			continue
+		}
+		if !te.ShellExited || te.ShellExitCode != 3 || te.ShellRuntime <= 0 || te.ShellRuntime >= te.Limit {
+			t.Fatalf("TimeoutError = %+v, want ShellExited with code 3 and a runtime below the limit", te)
+		}
+		return
 	}
-	if !te.ShellExited || te.ShellExitCode != 3 || te.ShellRuntime <= 0 || te.ShellRuntime >= te.Limit {
-		t.Fatalf("TimeoutError = %+v, want ShellExited with code 3 and a runtime below the limit", te)
-	}
+	t.Fatalf("Run = %v, want *ops.TimeoutError", errs)
 }
 
 func testCancelCause(t testing.TB, ctx context.Context, b ops.Backend) {

@@ -39,6 +39,7 @@ func allCases() []testCase {
 	cs = append(cs, writeCases()...)
 	cs = append(cs, runCases()...)
 	cs = append(cs, treeCases()...)
+	cs = append(cs, searchCases()...)
 	return cs
 }
 

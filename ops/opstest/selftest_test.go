@@ -16,6 +16,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/search"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
@@ -206,4 +207,59 @@ func TestCaseNamesUnique(t *testing.T) {
 	if len(seen) < 40 {
 		t.Errorf("%d cases, want at least 40", len(seen))
 	}
+}
+
+// searching offers GrepFS and FindFS through the shim's engine in the
+// "target" (this test binary serves the shim), as docker and ssh do.
+type searching struct {
+	ops.Backend
+	drop bool // broken: loses the last event
+}
+
+func (s searching) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
+	var evs []ops.GrepEvent
+	err := search.Remote{Runner: s.Backend, ShimPath: mustExe()}.Grep(ctx, q, func(ev ops.GrepEvent) error {
+		evs = append(evs, ev)
+		return nil
+	})
+	if s.drop && len(evs) > 0 {
+		evs = evs[:len(evs)-1]
+	}
+	for _, ev := range evs {
+		if err := fn(ev); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+func (s searching) Find(ctx context.Context, q *ops.FindQuery, fn func(rel string) error) error {
+	return search.Remote{Runner: s.Backend, ShimPath: mustExe()}.Find(ctx, q, fn)
+}
+
+func mustExe() string {
+	exe, err := os.Executable()
+	if err != nil {
+		panic(err)
+	}
+	return exe
+}
+
+func TestSearchCasesOnShimEngine(t *testing.T) {
+	for _, name := range []string{"Grep/MatchesFallback", "Find/MatchesFallback"} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rec := runCase(t, name, searching{Backend: newLocal(t, local.Config{})})
+			if rec.Failed() || rec.Skipped() {
+				t.Fatalf("fails or skips on the shim's engine: %s", strings.Join(rec.log, "\n"))
+			}
+		})
+	}
+	t.Run("Broken", func(t *testing.T) {
+		t.Parallel()
+		rec := runCase(t, "Grep/MatchesFallback", searching{Backend: newLocal(t, local.Config{}), drop: true})
+		if !rec.Failed() {
+			t.Fatalf("passes on a grep that loses an event")
+		}
+	})
 }

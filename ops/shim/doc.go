@@ -14,6 +14,8 @@
 //	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
 //	pi-sandbox __shim kill [--wait DURATION] FILE
 //	pi-sandbox __shim version
+//	pi-sandbox __shim grep 'GREPQUERY-JSON'
+//	pi-sandbox __shim find 'FINDQUERY-JSON'
 //
 // run: the shim becomes a child subreaper (PR_SET_CHILD_SUBREAPER) and the
 // leader of its own process group (setpgid(0,0), when it is not a session
@@ -67,6 +69,9 @@
 //
 // version: prints "pi-sandbox-shim 1" (the protocol version) and exits 0,
 // so a backend can check an uploaded binary runs in the target.
+//
+// grep, find: the search engine of package ops/search run in the target
+// (protocol in ops/search: JSON lines on stdout, a final status line).
 //
 // # Finding the binary
 //

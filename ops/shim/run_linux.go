@@ -147,7 +147,7 @@ loop:
 		case <-sigs:
 			break loop
 		case <-graceC:
-			if cp.busy.Load() { // our reader is slow, the command is not idle
+			if cp.busy.Load() || pending(pr) { // not idle: our reader is slow or starved
 				graceT.Reset(*grace)
 				continue
 			}
@@ -244,7 +244,7 @@ func (c *copier) drain(done <-chan error, r *os.File) {
 			idle.Reset(drainWait)
 			continue
 		case <-idle.C:
-			if c.busy.Load() {
+			if c.busy.Load() || pending(r) {
 				idle.Reset(drainWait)
 				continue
 			}
@@ -290,4 +290,13 @@ func errnoName(err error, def syscall.Errno) string {
 		return "ENOENT"
 	}
 	return unix.ErrnoName(def)
+}
+
+// pending reports whether bytes wait in the pipe r (TIOCINQ is FIONREAD).
+func pending(r *os.File) bool {
+	n := 0
+	if rc, err := r.SyscallConn(); err == nil {
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
+	}
+	return n > 0
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"os"
 	"sync/atomic"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/search"
 )
 
 // Version is the protocol version printed by `__shim version`.
@@ -52,7 +54,7 @@ func Main(args []string) int {
 
 func mainIO(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|version ...")
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|grep|find|version ...")
 		return 2
 	}
 	switch args[0] {
@@ -60,10 +62,14 @@ func mainIO(args []string, stdout, stderr io.Writer) int {
 		return runMain(args[1:], stderr)
 	case "kill":
 		return killMain(args[1:], stderr)
+	case "grep":
+		return search.ShimGrep(args[1:], os.Stdin, stdout)
+	case "find":
+		return search.ShimFind(args[1:], os.Stdin, stdout)
 	case "version":
 		fmt.Fprintf(stdout, "pi-sandbox-shim %d\n", Version)
 		return 0
 	}
-	fmt.Fprintf(stderr, "pi-sandbox-shim: unknown mode %q (want run, kill or version)\n", args[0])
+	fmt.Fprintf(stderr, "pi-sandbox-shim: unknown mode %q (want run, kill, grep, find or version)\n", args[0])
 	return 2
 }

@@ -222,3 +222,16 @@ func TestReaderGoneKillsTree(t *testing.T) {
 	}
 	deadSoon(t, pid)
 }
+
+func TestGrepAndFindModes(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "a.txt"), []byte("one\nneedle two\n"), 0o644)
+	out, err := shimCmd(t, "grep", `{"pattern":"needle","path":"`+dir+`"}`).Output()
+	if err != nil || !strings.Contains(string(out), `"line":2`) || !strings.Contains(string(out), `"status":"ok"`) {
+		t.Errorf("grep: %s, %v", out, err)
+	}
+	out, err = shimCmd(t, "find", `{"pattern":"*.txt","path":"`+dir+`"}`).Output()
+	if err != nil || !strings.Contains(string(out), `"rel":"a.txt"`) {
+		t.Errorf("find: %s, %v", out, err)
+	}
+}
