@@ -54,7 +54,7 @@ func (t *readTool) Execute(ctx context.Context, _ string, args map[string]any, _
 }
 
 func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) {
-	abs := resolveToCwd(a.Path, t.info.WorkDir, t.info.Home)
+	abs := resolveReadPath(ctx, t.fsys, resolveToCwd(a.Path, t.info.WorkDir, t.info.Home))
 	if err := t.fsys.Access(ctx, abs, ops.AccessRead); err != nil {
 		return nil, nodeErr(err, "access", abs)
 	}

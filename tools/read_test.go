@@ -145,3 +145,26 @@ func TestReadImages(t *testing.T) {
 		}
 	})
 }
+
+func TestReadPathFallbacks(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *testEnv) {
+		e.put("Screenshot 2024-01-01 at 10.00.00\u202FAM.txt", []byte("shot"))
+		e.put("cafe\u0301.txt", []byte("nfd"))
+		e.put("it\u2019s.txt", []byte("curly"))
+		e.put("d\u00e9j\u00e0 it's.txt", []byte("plain"))
+		read := NewRead(e.b, e.b.Info())
+		for args, want := range map[string]string{
+			`{"path":"Screenshot 2024-01-01 at 10.00.00 am.txt"}`: "ENOENT", // the regexp keeps the case it matched
+			`{"path":"Screenshot 2024-01-01 at 10.00.00 AM.txt"}`: "shot",
+			`{"path":"café.txt"}`:         "nfd",
+			`{"path":"it's.txt"}`:         "curly",
+			`{"path":"déjà it's.txt"}`:    "plain",
+			`{"path":"missing it's.txt"}`: "ENOENT",
+		} {
+			text, _, errText, _ := call(t, context.Background(), read, args)
+			if text != want && !strings.HasPrefix(errText, want) {
+				t.Errorf("read %s: %q %q", args, text, errText)
+			}
+		}
+	})
+}
