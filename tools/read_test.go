@@ -156,10 +156,10 @@ func TestReadPathFallbacks(t *testing.T) {
 		for args, want := range map[string]string{
 			`{"path":"Screenshot 2024-01-01 at 10.00.00 am.txt"}`: "ENOENT", // the regexp keeps the case it matched
 			`{"path":"Screenshot 2024-01-01 at 10.00.00 AM.txt"}`: "shot",
-			`{"path":"café.txt"}`:         "nfd",
-			`{"path":"it's.txt"}`:         "curly",
-			`{"path":"déjà it's.txt"}`:    "plain",
-			`{"path":"missing it's.txt"}`: "ENOENT",
+			`{"path":"café.txt"}`:                                 "nfd",
+			`{"path":"it's.txt"}`:                                 "curly",
+			`{"path":"déjà it's.txt"}`:                            "plain",
+			`{"path":"missing it's.txt"}`:                         "ENOENT",
 		} {
 			text, _, errText, _ := call(t, context.Background(), read, args)
 			if text != want && !strings.HasPrefix(errText, want) {
