@@ -270,7 +270,9 @@ func timeoutStatus(timeoutText string, e *ops.TimeoutError) string {
 		timeoutText = formatJSNumber(e.Limit.Seconds())
 	}
 	s := "Command timed out after " + timeoutText + " seconds"
-	if e.ShellExited {
+	// A shell that exited before the deadline ran for less than the limit;
+	// anything else is a backend's confusion and would only mislead.
+	if e.ShellExited && e.ShellRuntime >= 0 && e.ShellRuntime <= e.Limit {
 		s += ". The shell exited with code " + strconv.Itoa(e.ShellExitCode) + " after " +
 			strconv.FormatFloat(e.ShellRuntime.Seconds(), 'f', 1, 64) +
 			" seconds, but background processes it started kept writing output until the timeout."

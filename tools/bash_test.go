@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"regexp"
 	"slices"
 	"strings"
@@ -57,6 +58,8 @@ func TestBashGolden(t *testing.T) {
 		{"timeout json.Number", map[string]any{"timeout": json.Number("1.50")}, bashEmitting(&ops.TimeoutError{Limit: 1500 * time.Millisecond}), "Command timed out after 1.5 seconds", false, true},
 		{"timeout shell exited", map[string]any{"timeout": 1.0}, bashEmitting(&ops.TimeoutError{Limit: time.Second, ShellExited: true, ShellExitCode: 0, ShellRuntime: 30 * time.Millisecond}, "bg\n"),
 			"bg\n\n\nCommand timed out after 1 seconds. The shell exited with code 0 after 0.0 seconds, but background processes it started kept writing output until the timeout.", false, true},
+		{"timeout shell exit implausible", map[string]any{"timeout": 1.0}, bashEmitting(&ops.TimeoutError{Limit: time.Second, ShellExited: true, ShellExitCode: 137, ShellRuntime: time.Duration(math.MinInt64)}, "started\n"),
+			"started\n\n\nCommand timed out after 1 seconds", false, true},
 		{"invalid timeout zero", map[string]any{"timeout": 0.0}, nil, "Invalid timeout: must be a finite number of seconds", false, true},
 		{"invalid timeout negative", map[string]any{"timeout": -1.0}, nil, "Invalid timeout: must be a finite number of seconds", false, true},
 		{"invalid timeout string", map[string]any{"timeout": "abc"}, nil, "Invalid timeout: must be a finite number of seconds", false, true},
