@@ -25,6 +25,10 @@ type Config struct {
 	// ReadOnlyRoots extra read-only ones (--read-only-root DIR): target paths.
 	AllowRoots    []string
 	ReadOnlyRoots []string
+
+	// Policy is the command policy, environment allow-list, redaction and
+	// audit log (flags and --config FILE). The zero value enforces nothing.
+	Policy Policy
 }
 
 // DockerConfig holds the docker backend's flags.
@@ -56,6 +60,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&c.Unconfined, "unconfined", false, "turn path confinement off (file tools may touch any path)")
 	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under DIR too (repeatable)")
 	fs.Var((*listFlag)(&c.ReadOnlyRoots), "read-only-root", "allow file tools to read under DIR (repeatable)")
+	c.Policy.RegisterFlags(fs)
 }
 
 // Validate checks the flags' combinations.

@@ -8,7 +8,7 @@ import (
 )
 
 // openLocal opens the local backend in cfg.WorkDir (default: the current
-// directory).
+// directory), with the policy's base environment.
 func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
-	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir})
+	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, Env: cfg.Policy.Env.localBase()})
 }

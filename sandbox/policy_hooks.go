@@ -1,0 +1,66 @@
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+)
+
+// compiledPolicy is a Policy ready to run: rules compiled, secrets read.
+type compiledPolicy struct {
+	commands  *commandPolicy
+	denyTools []string
+	redact    *redactor
+}
+
+// compilePolicy compiles p; lookup reads the secrets' environment (nil:
+// none are read, for checking a file).
+func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolicy, error) {
+	cp := &compiledPolicy{denyTools: slices.Clone(p.DenyTools)}
+	var err error
+	if cp.commands, err = compileCommands(p.Commands); err != nil {
+		return nil, err
+	}
+	if cp.redact, err = compileRedactor(p.Redact, lookup); err != nil {
+		return nil, err
+	}
+	for _, pat := range p.Env.Allow {
+		if pat == "" || pat == "*" {
+			return nil, fmt.Errorf("sandbox: policy: env allow entry %q (name the variables)", pat)
+		}
+	}
+	return cp, nil
+}
+
+// beforeToolCall blocks denied tools and bash commands the rules refuse.
+func (cp *compiledPolicy) beforeToolCall(ctx context.Context, call *loop.Call) (*loop.Block, error) {
+	if slices.Contains(cp.denyTools, call.Name) {
+		return &loop.Block{Reason: fmt.Sprintf("Tool %s is blocked by policy", call.Name)}, nil
+	}
+	if cp.commands == nil || call.Name != "bash" {
+		return nil, nil
+	}
+	cmd, _ := call.Args["command"].(string)
+	if reason := cp.commands.check(cmd); reason != "" {
+		return &loop.Block{Reason: reason}, nil
+	}
+	return nil, nil
+}
+
+// loopOptions installs the policy: the audit log outermost on both chains
+// (it sees blocks and redacted results), then the rules, then redaction.
+func (cp *compiledPolicy) loopOptions(audit *auditLog) []loop.Option {
+	var opts []loop.Option
+	if audit != nil {
+		opts = append(opts, loop.WithBeforeMiddleware(audit.before()), loop.WithExecMiddleware(audit.exec()))
+	}
+	if cp.commands != nil || len(cp.denyTools) > 0 {
+		opts = append(opts, loop.WithBeforeToolCall(cp.beforeToolCall))
+	}
+	if cp.redact != nil {
+		opts = append(opts, loop.WithExecMiddleware(cp.redact.middleware()))
+	}
+	return opts
+}
