@@ -2,6 +2,7 @@ package sshops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pkg/sftp"
 
@@ -17,28 +19,41 @@ import (
 
 // do runs fn with a live SFTP client, bounded by ctx. SFTP requests have no
 // ctx of their own; a request abandoned on cancel finishes in the background.
+//
+// A call that fails because the connection was already dead (dropped but not
+// yet noticed) is tried once more on a new connection: file operations here
+// are idempotent or atomic, so a repeat is harmless.
 func (b *Backend) do(ctx context.Context, fn func(sc *sftp.Client, c *conn) error) error {
+	c, err := b.do1(ctx, fn)
+	if err != nil && errors.Is(err, ops.ErrTransport) && c != nil && b.pool.dial != nil && ctx.Err() == nil &&
+		b.pool.waitDead(c, 300*time.Millisecond) {
+		_, err = b.do1(ctx, fn)
+	}
+	return err
+}
+
+func (b *Backend) do1(ctx context.Context, fn func(sc *sftp.Client, c *conn) error) (*conn, error) {
 	if err := ctx.Err(); err != nil {
-		return context.Cause(ctx)
+		return nil, context.Cause(ctx)
 	}
 	sc, c, err := b.pool.sftpClient(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	done := make(chan error, 1)
 	go func() { done <- fn(sc, c) }()
 	select {
 	case err := <-done:
-		return err
+		return c, err
 	case <-ctx.Done():
-		return context.Cause(ctx)
+		return c, context.Cause(ctx)
 	case <-c.dead:
 		// The request may still be answered from a buffer; prefer that.
 		select {
 		case err := <-done:
-			return err
+			return c, err
 		default:
-			return b.pool.transportErr("sftp", nil)
+			return c, b.pool.transportErr("sftp", nil)
 		}
 	}
 }

@@ -179,6 +179,19 @@ func (p *pool) acquire(ctx context.Context) (*conn, error) {
 	}
 }
 
+// waitDead reports whether c is dead or dies within d: after an error the
+// connection watcher may not have noticed yet.
+func (p *pool) waitDead(c *conn, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.dead:
+		return true
+	case <-t.C:
+		return false
+	}
+}
+
 func (p *pool) release(c *conn) {
 	p.mu.Lock()
 	c.inUse--
@@ -273,7 +286,7 @@ func (p *pool) sftpClient(ctx context.Context) (*sftp.Client, *conn, error) {
 		sc, err := newSFTP(ctx, c.client)
 		if err != nil {
 			p.release(c)
-			if c.isDead() && attempt < 2 && p.dial != nil {
+			if attempt < 2 && p.dial != nil && p.waitDead(c, 300*time.Millisecond) {
 				continue
 			}
 			return nil, nil, p.transportErr("sftp", err)

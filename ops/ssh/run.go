@@ -36,27 +36,13 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	env := append(append([]string(nil), defaultEnv...), cmd.Env...)
 	start := time.Now()
 
-	s, c, err := b.pool.session(ctx)
+	s, c, pipes, err := b.startSession(ctx, remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env))
 	if err != nil {
-		if ctx.Err() != nil {
-			return ops.Canceled(ctx)
-		}
 		return err
 	}
 	defer b.pool.release(c)
 	defer s.Close()
-	stdin, err1 := s.StdinPipe()
-	stdout, err2 := s.StdoutPipe()
-	stderr, err3 := s.StderrPipe()
-	if err := errors.Join(err1, err2, err3); err != nil {
-		return b.pool.transportErr("run", err)
-	}
-	if err := s.Start(remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env)); err != nil {
-		if c.isDead() {
-			return b.pool.transportErr("run", err)
-		}
-		return &ops.StartError{Err: fmt.Errorf("sshops: exec: %w", err)}
-	}
+	stdin, stdout, stderr := pipes.stdin, pipes.stdout, pipes.stderr
 
 	r := &runState{
 		b: b, s: s, c: c, stdin: stdin, out: cmd.Output, dir: dir,
@@ -149,6 +135,47 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 			}
 			return r.lostStatus(ctx)
 		}
+	}
+}
+
+type sessionPipes struct {
+	stdin          io.WriteCloser
+	stdout, stderr io.Reader
+}
+
+// startSession opens a session and starts command in it. A connection that
+// died before the command started (a dropped connection not yet noticed) is
+// replaced once: nothing ran, so trying again is safe.
+func (b *Backend) startSession(ctx context.Context, command string) (*ssh.Session, *conn, sessionPipes, error) {
+	for attempt := 0; ; attempt++ {
+		s, c, err := b.pool.session(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, nil, sessionPipes{}, ops.Canceled(ctx)
+			}
+			return nil, nil, sessionPipes{}, err
+		}
+		var p sessionPipes
+		var err1, err2, err3 error
+		p.stdin, err1 = s.StdinPipe()
+		p.stdout, err2 = s.StdoutPipe()
+		p.stderr, err3 = s.StderrPipe()
+		err = errors.Join(err1, err2, err3)
+		if err == nil {
+			err = s.Start(command)
+		}
+		if err == nil {
+			return s, c, p, nil
+		}
+		s.Close()
+		b.pool.release(c)
+		if b.pool.waitDead(c, 300*time.Millisecond) {
+			if attempt == 0 && b.pool.dial != nil {
+				continue
+			}
+			return nil, nil, sessionPipes{}, b.pool.transportErr("run", err)
+		}
+		return nil, nil, sessionPipes{}, &ops.StartError{Err: fmt.Errorf("sshops: exec: %w", err)}
 	}
 }
 

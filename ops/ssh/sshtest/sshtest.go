@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ type Server struct {
 	Extra          string // extra sshd_config lines
 	// Home is the login user's home directory on the server.
 	Home string
+	// HostKey is the server's public host key.
+	HostKey ssh.PublicKey
 	// Dedicated is true when the server logs in as a user created for the
 	// test (see Options.CurrentUser).
 	Dedicated bool
@@ -115,6 +118,7 @@ func StartWith(t testing.TB, o Options) *Server {
 		}
 	}
 	hostPub := s.writeKeys()
+	s.HostKey = hostPub
 	var lastErr error
 	for range 5 {
 		s.Port = freePort(t)
@@ -137,6 +141,18 @@ func StartWith(t testing.TB, o Options) *Server {
 		}
 	})
 	return s
+}
+
+// KnownHostsFor writes a known_hosts file recording the host key for addr
+// (a proxy in front of the server, say) and returns its path.
+func (s *Server) KnownHostsFor(t testing.TB, addr string) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "known_hosts")
+	line := knownhosts.Line([]string{knownhosts.Normalize(addr)}, s.HostKey)
+	if err := os.WriteFile(f, []byte(line+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return f
 }
 
 // Addr is host:port.
@@ -282,9 +298,26 @@ func (s *Server) Stop() {
 	}
 }
 
-// Restart stops sshd and starts it again on the same port and keys.
+// KillConnections kills the per-connection sshd processes (children of the
+// listener, by PID), which drops every open connection as a crashed or
+// rebooted server would.
+func (s *Server) KillConnections() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	for _, pid := range childPIDs(cmd.Process.Pid) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// Restart drops every connection, stops sshd and starts it again on the
+// same port and keys.
 func (s *Server) Restart() {
 	s.t.Helper()
+	s.KillConnections()
 	s.Stop()
 	var err error
 	for range 50 {
@@ -328,4 +361,28 @@ func (l *logBuffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return strings.Join(l.lines, "\n")
+}
+
+// childPIDs lists the processes whose parent is ppid.
+func childPIDs(ppid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so cut at ")".
+		st := string(b)
+		if i := strings.LastIndexByte(st, ')'); i >= 0 {
+			if f := strings.Fields(st[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	return pids
 }
