@@ -116,7 +116,9 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 	if a.Limit != nil && limit >= 0 {
 		endLine = min(start+limit, s.totalPieces)
 	}
-	return formatRead(s, start, a, endLine), nil
+	res := formatRead(s, start, a, endLine)
+	res.StructuredContent = res.Content[0].Text // pi 1.6: the text itself
+	return res, nil
 }
 
 // formatRead builds pi's text result from a scan; endLine is pi's

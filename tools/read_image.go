@@ -22,13 +22,17 @@ func (t *readTool) readImage(ctx context.Context, r io.Reader, mime, abs string)
 	if mime == "image/bmp" {
 		png, err := convertBMP(data)
 		if err != nil {
-			return loop.TextResult(text+"\n[Image omitted: could not be converted to a supported inline image format.]", nil), nil
+			res := loop.TextResult(text+"\n[Image omitted: could not be converted to a supported inline image format.]", nil)
+			res.StructuredContent = res.Content[0].Text
+			return res, nil
 		}
 		data, mime = png, "image/png"
 		text = "Read image file [image/png]\n[Image converted from image/bmp to image/png.]"
 	}
-	return &loop.Result{Content: []loop.Content{
-		loop.Text(text),
-		loop.Image(base64.StdEncoding.EncodeToString(data), mime),
-	}}, nil
+	b64 := base64.StdEncoding.EncodeToString(data)
+	return &loop.Result{
+		Content: []loop.Content{loop.Text(text), loop.Image(b64, mime)},
+		// pi 1.6's machine result for images; the note is the text block.
+		StructuredContent: map[string]any{"type": "image", "data": b64, "mimeType": mime, "note": text},
+	}, nil
 }

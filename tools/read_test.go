@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"golang.org/x/image/bmp"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/memfs"
 )
 
 func TestReadGolden(t *testing.T) {
@@ -167,4 +169,20 @@ func TestReadPathFallbacks(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestReadStructuredContent(t *testing.T) {
+	m := memfs.New()
+	m.AddFile("/work/a.txt", []byte("a\nb\nc"), 0o644)
+	m.AddFile("/work/g.gif", []byte("GIF89a..."), 0o644)
+	read := NewRead(m, m.Info())
+	_, _, _, res := call(t, context.Background(), read, `{"path":"a.txt","limit":1}`)
+	if res.StructuredContent != "a\n\n[2 more lines in file. Use offset=2 to continue.]" {
+		t.Errorf("text: %#v", res.StructuredContent)
+	}
+	_, _, _, res = call(t, context.Background(), read, `{"path":"g.gif"}`)
+	sc, _ := res.StructuredContent.(map[string]any)
+	if sc["type"] != "image" || sc["mimeType"] != "image/gif" || sc["note"] != "Read image file [image/gif]" || sc["data"] != res.Content[1].Data {
+		t.Errorf("image: %#v", res.StructuredContent)
+	}
 }
