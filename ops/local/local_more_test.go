@@ -194,3 +194,16 @@ func TestNoGoroutineLeak(t *testing.T) {
 		}
 	}
 }
+
+func TestShimBinaryGoneRunsPlainly(t *testing.T) {
+	b := open(t, local.Config{ShimPath: "/nonexistent/pi-sandbox"})
+	var out bytes.Buffer
+	if err := b.Run(t.Context(), &ops.Cmd{Command: "echo ok", Output: &out}); err != nil || out.String() != "ok\n" {
+		t.Fatalf("Run = %q, %v", out.String(), err)
+	}
+	err := b.Run(t.Context(), &ops.Cmd{Command: "true", Dir: "/nonexistent"})
+	var se *ops.StartError
+	if !errors.As(err, &se) || !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing Dir = %v, want a StartError", err)
+	}
+}

@@ -40,6 +40,11 @@ const (
 
 // Run runs c.Command with the backend's shell. See ops.Runner.
 func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
+	return b.run(ctx, c, b.shim)
+}
+
+// run runs c under the shim at shimPath, or plainly when it is "".
+func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("local: %w", ops.Canceled(ctx))
 	}
@@ -48,14 +53,14 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 		dir = b.info.WorkDir
 	}
 	var cmd *exec.Cmd
-	if b.shim != "" {
-		cmd = exec.Command(b.shim, "__shim", "run", "--", b.shell, "-c", c.Command)
+	if shimPath != "" {
+		cmd = exec.Command(shimPath, "__shim", "run", "--", b.shell, "-c", c.Command)
 	} else {
 		cmd = exec.Command(b.shell, "-c", c.Command)
 	}
 	cmd.Dir = dir
 	cmd.Env = mergeEnv(b.env, c.Env)
-	if b.shim != "" && shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
+	if shimPath != "" && shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
 		cmd.Env = append(cmd.Env, shimEnvExtra)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -67,7 +72,7 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 	// One pipe for both: the kernel keeps the order of the writes.
 	cmd.Stdout, cmd.Stderr = pw, pw
 	var diag *shimDiag
-	if b.shim != "" {
+	if shimPath != "" {
 		// The shim merges the command's stderr into its stdout itself and
 		// keeps its own stderr for its status lines.
 		if diag, err = newShimDiag(); err != nil {
@@ -87,6 +92,12 @@ func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
 		pr.Close()
 		if diag != nil {
 			diag.r.Close()
+		}
+		var pe *os.PathError
+		if shimPath != "" && !(errors.As(err, &pe) && pe.Op == "chdir") {
+			// The shim binary itself could not run (deleted or replaced
+			// since New): run plainly rather than fail the command.
+			return b.run(ctx, c, "")
 		}
 		return startError(dir, err)
 	}
@@ -164,7 +175,7 @@ loop:
 	}
 
 	if !exited {
-		b.stop(cmd, pgid, waitCh)
+		stop(cmd, pgid, waitCh, shimPath != "")
 	}
 	// The final group kill, always: background processes die with the call.
 	killGroup(pgid)
@@ -199,8 +210,8 @@ loop:
 // the shim, SIGTERM is a kill request: the shim SIGKILLs every descendant,
 // including those that left the group; the group kill follows if the shim
 // does not finish in time.
-func (b *Backend) stop(cmd *exec.Cmd, pgid int, waitCh <-chan error) {
-	if b.shim != "" {
+func stop(cmd *exec.Cmd, pgid int, waitCh <-chan error, shim bool) {
+	if shim {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-waitCh:

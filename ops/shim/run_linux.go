@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -257,11 +258,16 @@ func (c *copier) drain(done <-chan error, r *os.File) {
 }
 
 // raise ends the shim with the signal that killed the command, so the caller
-// sees the same death. Core dumps are disabled first: the shim's core is of
-// no use to anyone.
+// sees the same death. The Go runtime's handlers would turn many signals
+// into a crash report (SIGABRT, SIGSEGV) or ignore them (SIGUSR1, SIGPIPE
+// from kill), so the disposition is set to SIG_DFL with rt_sigaction
+// directly (an all-zero struct sigaction). Core dumps are disabled first:
+// the shim's core is of no use to anyone.
 func raise(sig syscall.Signal) {
 	_ = unix.Setrlimit(unix.RLIMIT_CORE, &unix.Rlimit{})
 	signal.Reset(sig)
+	var act [4]uint64 // struct sigaction: handler SIG_DFL, no flags, empty mask
+	_, _, _ = syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, uintptr(sig), uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 	_ = syscall.Kill(os.Getpid(), sig)
 	time.Sleep(100 * time.Millisecond) // delivery is asynchronous
 }

@@ -1,0 +1,26 @@
+package local_test
+
+import (
+	"errors"
+	"fmt"
+	"syscall"
+	"testing"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
+)
+
+// TestSignalDeaths checks that a signal death is reported as such, also
+// through the shim (which re-raises the signal on itself).
+func TestSignalDeaths(t *testing.T) {
+	for _, cfg := range []local.Config{{}, {NoShim: true}} {
+		b := open(t, cfg)
+		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGABRT, syscall.SIGSEGV, syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGALRM} {
+			err := b.Run(t.Context(), &ops.Cmd{Command: fmt.Sprintf("kill -%d $$", int(sig))})
+			var ee *ops.ExitError
+			if !errors.As(err, &ee) || ee.Signal != int(sig) || ee.Code != 128+int(sig) {
+				t.Errorf("shim %v: kill -%d $$: %v", b.Info().Has("shim"), int(sig), err)
+			}
+		}
+	}
+}
