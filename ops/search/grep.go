@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"path"
 	"regexp"
 
@@ -69,13 +68,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 			}
 		}
 		w := &walker{fsys: fsys, root: root, customName: ".rgignore", requireGit: true, over: over}
-		w.visit = func(abs, rel string, typ fs.FileMode) (bool, error) {
-			if typ.IsRegular() {
-				return true, g.file(abs, rel, false)
-			}
-			return true, nil
-		}
-		err = w.walk(ctx)
+		err = grepTree(ctx, fsys, q, w, fn)
 	}
 	if errors.Is(err, errStop) {
 		return nil

@@ -91,13 +91,10 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		other     []string
-		summary   bool
-		matches   int
-		lastLine  int
-		limitFile string
+		other   []string
+		summary bool
 	)
-	limit := q.MaxMatches
+	lim := &limiter{limit: q.MaxMatches, context: max(q.Context, 0)}
 	w := &lineWriter{cancel: cancel}
 	w.handle = func(line []byte) error {
 		if len(line) == 0 || line[0] != '{' {
@@ -127,28 +124,14 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 			text = bytes.TrimSuffix(t, []byte{'\r'})
 		}
 		ev := ops.GrepEvent{Path: p, Line: m.Data.LineNumber, Match: m.Type == "match", Text: text}
-		if limit > 0 && matches >= limit {
-			// Only the trailing context of the last allowed match remains.
-			if ev.Match || p != limitFile || ev.Line > lastLine+q.Context {
-				return errStop
-			}
+		pass, stop := lim.admit(&ev)
+		if pass {
 			if err := fn(ev); err != nil {
 				return err
 			}
-			if ev.Line == lastLine+q.Context {
-				return errStop
-			}
-			return nil
 		}
-		if err := fn(ev); err != nil {
-			return err
-		}
-		if ev.Match {
-			matches++
-			limitFile, lastLine = p, ev.Line
-			if limit > 0 && matches >= limit && q.Context == 0 {
-				return errStop
-			}
+		if stop {
+			return errStop
 		}
 		return nil
 	}
