@@ -260,3 +260,30 @@ func FuzzBashUTF8Stream(f *testing.F) {
 		}
 	})
 }
+
+// FuzzBashAccumulator: for any bytes in any chunking, the counts and the
+// snapshot equal those computed on the whole decoded output (inputs this
+// small never roll the tail).
+func FuzzBashAccumulator(f *testing.F) {
+	f.Add([]byte("a\nb\xff\n\xe2\x82"), uint8(2))
+	f.Add([]byte(strings.Repeat("x\n", 2100)), uint8(7))
+	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
+		a := newOutputAccumulator(defaultMaxLines, defaultMaxBytes, nil)
+		step := int(chunk)%64 + 1
+		for rest := data; len(rest) > 0; {
+			n := min(step, len(rest))
+			a.append(rest[:n])
+			rest = rest[n:]
+		}
+		a.finish()
+		text := decodeString(data)
+		want := truncateTail(text, defaultMaxLines, defaultMaxBytes)
+		if got := a.snapshot(); got != want {
+			t.Fatalf("snapshot %+v\nwant %+v", bashSummary(got), bashSummary(want))
+		}
+		last := text[strings.LastIndexByte(text, '\n')+1:]
+		if a.lastLineBytes != int64(len(last)) || a.rawBytes != int64(len(data)) || a.decodedBytes != int64(len(text)) {
+			t.Fatalf("last line %d raw %d decoded %d", a.lastLineBytes, a.rawBytes, a.decodedBytes)
+		}
+	})
+}
