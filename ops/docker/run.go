@@ -129,12 +129,13 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 			b.kill(p, ctl, pidFile)
 			return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
 		case <-timeoutC:
-			b.kill(p, ctl, pidFile)
+			// How the shell ended, as seen before our kill.
 			te := &ops.TimeoutError{Limit: cmd.Timeout}
-			if c := ctl.snapshot(); c.HaveExit {
+			if c := ctl.snapshot(); c.HaveExit && grace != nil {
 				te.ShellExited, te.ShellExitCode = true, c.Exit
 				te.ShellRuntime = exitAt.Sub(started)
 			}
+			b.kill(p, ctl, pidFile)
 			return te
 		}
 	}
