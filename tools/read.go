@@ -76,12 +76,12 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 
 	start := 0
 	if a.Offset != nil && *a.Offset != 0 && !math.IsNaN(*a.Offset) {
-		start = int(max(0, math.Trunc(*a.Offset)-1))
+		start = int(min(max(0, math.Trunc(*a.Offset)-1), 1<<52))
 	}
 	w := readWindow{start: start, end: -1}
 	var limit, endLine int
 	if a.Limit != nil {
-		limit = int(max(math.Trunc(*a.Limit), math.MinInt32))
+		limit = int(min(max(math.Trunc(*a.Limit), math.MinInt32), math.MaxInt32))
 		if limit < 0 {
 			// pi slices with a negative end (counted from the file's end),
 			// which needs the total first.

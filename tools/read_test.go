@@ -44,6 +44,8 @@ func TestReadGolden(t *testing.T) {
 			{args: `{"path":"abc.txt","limit":-1}`, text: "a\nb\n\n[4 more lines in file. Use offset=0 to continue.]"}, // pi: slice(0,-1), remaining total-(-1)
 			{args: `{"path":"empty.txt","offset":2}`, err: "Offset 2 is beyond end of file (1 lines total)"},
 			{args: `{"path":"ab.txt","offset":4}`, err: "Offset 4 is beyond end of file (3 lines total)"},
+			{args: `{"path":"ab.txt","offset":1e300}`, err: "Offset 1e+300 is beyond end of file (3 lines total)"},
+			{args: `{"path":"ab.txt","offset":2,"limit":1e300}`, text: "b\n"},
 			{args: `{"path":"2500.txt"}`, text: lines("Line ", 2000) + "\n\n[Showing lines 1-2000 of 2500. Use offset=2001 to continue.]", details: true},
 			{args: `{"path":"2500.txt","offset":2001}`, text: strings.TrimPrefix(lines("Line ", 2500), lines("Line ", 2000)+"\n")},
 			{args: `{"path":"2500.txt","offset":10,"limit":2}`, text: "Line 10\nLine 11\n\n[2489 more lines in file. Use offset=12 to continue.]"},
