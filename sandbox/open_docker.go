@@ -2,12 +2,36 @@ package sandbox
 
 import (
 	"context"
-	"errors"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
 
-// openDocker is replaced when the docker backend lands.
+// openDocker opens the docker backend: --image IMG (an ephemeral container
+// with the hardened profile, removed by Close) or --container ID (an
+// existing container, used as it is), with --mount, --user and --workdir.
+// The engine is the one the environment names (DOCKER_HOST ...).
 func openDocker(ctx context.Context, cfg Config) (ops.Backend, error) {
-	return nil, errors.New("sandbox: the docker backend is not implemented yet")
+	dc, err := dockerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return docker.New(ctx, dc)
+}
+
+func dockerConfig(cfg Config) (docker.Config, error) {
+	dc := docker.Config{
+		Image:     cfg.Docker.Image,
+		Container: cfg.Docker.Container,
+		User:      cfg.Docker.User,
+		WorkDir:   cfg.WorkDir,
+	}
+	for _, m := range cfg.Docker.Mounts {
+		pm, err := docker.ParseMount(m)
+		if err != nil {
+			return dc, err
+		}
+		dc.Mounts = append(dc.Mounts, pm)
+	}
+	return dc, nil
 }
