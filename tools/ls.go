@@ -93,7 +93,9 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 	}
 	names := make([]string, len(ents))
 	for i, e := range ents {
-		names[i] = e.Name()
+		// Node decodes names as UTF-8 (invalid bytes become U+FFFD), and
+		// then stats the decoded name: such entries vanish, as in pi.
+		names[i] = decodeString([]byte(e.Name()))
 	}
 	sortNames(names)
 

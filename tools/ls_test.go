@@ -86,6 +86,7 @@ func TestLsDefaultsAndErrors(t *testing.T) {
 	m.AddFile("/work/x", nil, 0o644)
 	m.AddFile("/home/user/h", nil, 0o644)
 	m.AddDir("/work/locked", 0o000)
+	m.AddFile("/work/bad\xffname", nil, 0o644) // dropped, as in pi
 	ls := NewLs(m, m.Info())
 	ctx := context.Background()
 	for args, want := range map[string]string{`{}`: "locked/\nx", `{"path":null}`: "locked/\nx", `{"path":"~"}`: "h"} {
