@@ -101,8 +101,10 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 		}
 	}
 	var lineCount func() (int64, int64, error)
-	if _, ok := t.fsys.(ops.LineCountFS); ok {
+	if _, ok := t.fsys.(ops.LineCountFS); ok && t.info.Backend != "local" {
 		// Counting in the target saves transferring the rest of the file.
+		// Locally streaming on costs the same as counting and is exact
+		// (see scanText on what the count cannot tell).
 		lineCount = func() (int64, int64, error) { return ops.CountLines(ctx, t.fsys, abs) }
 	}
 	s, err := scanText(ctx, io.MultiReader(bytes.NewReader(head), r), w, lineCount)
