@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -281,7 +282,7 @@ func hasKey(env []string, key string) bool {
 // key in base.
 func mergeEnv(base, extra []string) []string {
 	if len(extra) == 0 {
-		return base
+		return slices.Clip(base) // the caller may append: never into base
 	}
 	over := make(map[string]bool, len(extra))
 	for _, kv := range extra {
