@@ -92,3 +92,13 @@ func checkStaticELF(data []byte, goarch string) error {
 	}
 	return nil
 }
+
+// CheckShimBinary reports whether the file at host can serve as the shim in
+// a container of goarch (a static Linux executable of that architecture).
+func CheckShimBinary(host, goarch string) error {
+	data, err := os.ReadFile(host)
+	if err != nil {
+		return err
+	}
+	return checkStaticELF(data, goarch)
+}

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+)
+
+func init() {
+	register("up", &command{summary: "start a long-lived hardened sandbox container and print its id", run: runUp})
+}
+
+// runUp is `pi-sandbox up [flags]`: the container stays until `down` (or
+// `gc --all`); use it with --backend docker --container ID.
+func runUp(ctx context.Context, args []string, io stdio) int {
+	fs := flag.NewFlagSet("up", flag.ContinueOnError)
+	fs.SetOutput(io.err)
+	var cfg docker.Config
+	var mounts, labels multiFlag
+	fs.StringVar(&cfg.Image, "image", "pi-sandbox/debian", "image (local; nothing is pulled — see `pi-sandbox image build`)")
+	fs.StringVar(&cfg.WorkDir, "workdir", "", "working directory in the container (default /workspace, a fresh volume)")
+	fs.StringVar(&cfg.User, "user", "", "UID:GID (default 1000:1000)")
+	fs.Var(&mounts, "mount", "bind mount HOST:TARGET[:ro] (repeatable)")
+	fs.Var(&labels, "label", "extra label KEY=VALUE (repeatable)")
+	fs.Int64Var(&cfg.Memory, "memory", 0, "memory limit in bytes (default 2 GiB; -1 none)")
+	fs.Float64Var(&cfg.CPUs, "cpus", 0, "CPU limit (default 2; -1 none)")
+	fs.Int64Var(&cfg.PidsLimit, "pids-limit", 0, "process and thread limit (default 2048; -1 none)")
+	fs.BoolVar(&cfg.AllowNetwork, "allow-network", false, "relaxation: attach to the engine's default network (default: none)")
+	fs.BoolVar(&cfg.WritableRootfs, "writable-rootfs", false, "relaxation: writable root file system")
+	fs.Usage = func() {
+		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nflags:")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() != 0 {
+		fmt.Fprintln(io.err, "pi-sandbox up: unexpected arguments:", fs.Args())
+		return 2
+	}
+	for _, m := range mounts {
+		pm, err := docker.ParseMount(m)
+		if err != nil {
+			fmt.Fprintln(io.err, "pi-sandbox up:", err)
+			return 2
+		}
+		cfg.Mounts = append(cfg.Mounts, pm)
+	}
+	for _, l := range labels {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok || k == "" {
+			fmt.Fprintf(io.err, "pi-sandbox up: label %q: want KEY=VALUE\n", l)
+			return 2
+		}
+		if cfg.Labels == nil {
+			cfg.Labels = map[string]string{}
+		}
+		cfg.Labels[k] = v
+	}
+	id, err := docker.Up(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(io.err, "pi-sandbox up:", err)
+		return 1
+	}
+	fmt.Fprintln(io.out, id)
+	return 0
+}
+
+// multiFlag is a repeatable string flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
