@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
@@ -34,12 +35,28 @@ type shimStatus struct {
 	ErrPath    string `json:"errPath,omitempty"`
 }
 
-// shimLine is the union of what a line can hold.
+// shimLine is the union of what a line can hold. A path that is not valid
+// UTF-8 travels as base64 bytes (pathBytes, relBytes) instead: a JSON string
+// would replace its invalid bytes.
 type shimLine struct {
 	shimStatus
 	ops.GrepEvent
-	Rel *string `json:"rel"`
+	PathBytes []byte  `json:"pathBytes,omitempty"`
+	Rel       *string `json:"rel,omitempty"`
+	RelBytes  []byte  `json:"relBytes,omitempty"`
 }
+
+// What the shim writes per result; shimLine reads any of them.
+type (
+	grepBytesLine struct {
+		ops.GrepEvent
+		PathBytes []byte `json:"pathBytes"`
+	}
+	findLine struct {
+		Rel      *string `json:"rel,omitempty"`
+		RelBytes []byte  `json:"relBytes,omitempty"`
+	}
+)
 
 func statusOf(err error) shimStatus {
 	if err == nil {
@@ -136,7 +153,12 @@ func ShimGrep(args []string, stdin io.Reader, stdout io.Writer) int {
 		if err := shimQuery(args, stdin, &q); err != nil {
 			return fmt.Errorf("search: shim grep: bad query: %w", err)
 		}
-		return GrepFS(context.Background(), osFS{}, &q, func(ev ops.GrepEvent) error { return emit(ev) })
+		return GrepFS(context.Background(), osFS{}, &q, func(ev ops.GrepEvent) error {
+			if utf8.ValidString(ev.Path) {
+				return emit(ev)
+			}
+			return emit(grepBytesLine{GrepEvent: ops.GrepEvent{Line: ev.Line, Match: ev.Match, Text: ev.Text}, PathBytes: []byte(ev.Path)})
+		})
 	})
 }
 
@@ -149,9 +171,10 @@ func ShimFind(args []string, stdin io.Reader, stdout io.Writer) int {
 			return fmt.Errorf("search: shim find: bad query: %w", err)
 		}
 		return FindFS(context.Background(), osFS{}, &q, func(rel string) error {
-			return emit(struct {
-				Rel string `json:"rel"`
-			}{rel})
+			if utf8.ValidString(rel) {
+				return emit(findLine{Rel: &rel})
+			}
+			return emit(findLine{RelBytes: []byte(rel)})
 		})
 	})
 }
@@ -215,6 +238,9 @@ func (e *shimRunError) Unwrap() error { return e.err }
 // GrepViaShim runs the query with the shim at shimPath in the target.
 func GrepViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
 	return viaShim(ctx, r, shimPath, "grep", q, func(l *shimLine) error {
+		if l.PathBytes != nil {
+			l.GrepEvent.Path = string(l.PathBytes)
+		}
 		return fn(l.GrepEvent)
 	})
 }
@@ -222,9 +248,12 @@ func GrepViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.Grep
 // FindViaShim runs the query with the shim at shimPath in the target.
 func FindViaShim(ctx context.Context, r ops.Runner, shimPath string, q *ops.FindQuery, fn func(rel string) error) error {
 	return viaShim(ctx, r, shimPath, "find", q, func(l *shimLine) error {
-		if l.Rel == nil {
-			return nil
+		switch {
+		case l.RelBytes != nil:
+			return fn(string(l.RelBytes))
+		case l.Rel != nil:
+			return fn(*l.Rel)
 		}
-		return fn(*l.Rel)
+		return nil
 	})
 }

@@ -170,3 +170,19 @@ func (emptyPathRunner) Run(ctx context.Context, c *ops.Cmd) error {
 	c2.Command = "PATH=/nonexistent; " + c.Command
 	return shRunner{}.Run(ctx, &c2)
 }
+
+func TestShimNonUTF8Paths(t *testing.T) {
+	root := t.TempDir()
+	name := "bad\xff\xfe.txt"
+	if err := os.WriteFile(filepath.Join(root, name), []byte("needle\n"), 0o644); err != nil {
+		t.Skipf("file system refuses non-UTF-8 names: %v", err)
+	}
+	got, err := collectGrep(t, shimGrep, ops.GrepQuery{Pattern: "needle", Path: root})
+	if err != nil || !equal(got, []string{name + ":1: needle"}) {
+		t.Errorf("grep: %q, %v", got, err)
+	}
+	found, err := collectFind(t, shimFind, ops.FindQuery{Pattern: "bad*", Path: root})
+	if err != nil || !equal(found, []string{name}) {
+		t.Errorf("find: %q, %v", found, err)
+	}
+}
