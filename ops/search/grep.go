@@ -36,7 +36,14 @@ func Grep(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.GrepEv
 }
 
 // GrepFS is the search engine: ripgrep 13's semantics (as pi runs it: --hidden,
-// no config) over any ops.FS. Files are visited in sorted walk order.
+// no config) over any ops.FS. Files are searched concurrently and reported
+// in sorted walk order, so the output is deterministic. As in ripgrep,
+// .gitignore and .git/info/exclude apply only inside a git repository,
+// .ignore and .rgignore everywhere (ancestors of the root included); a
+// walked file with a NUL byte in its first 64 KiB is skipped as binary; a
+// UTF-8 BOM is dropped and a UTF-16 file with a BOM is transcoded; a --glob
+// include overrides the ignore files; a single file named by the query is
+// searched whatever its content or the glob.
 //
 // Differences from ripgrep, on purpose or by approximation: the .git
 // directory is never searched; unreadable files and directories are skipped
