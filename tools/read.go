@@ -54,9 +54,21 @@ func (t *readTool) Execute(ctx context.Context, _ string, args map[string]any, _
 }
 
 func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) {
-	abs := resolveReadPath(ctx, t.fsys, resolveToCwd(a.Path, t.info.WorkDir, t.info.Home))
+	abs := resolveToCwd(a.Path, t.info.WorkDir, t.info.Home)
+	// One round trip when the file is there; pi's path fallbacks only when
+	// it is missing.
 	if err := t.fsys.Access(ctx, abs, ops.AccessRead); err != nil {
-		return nil, nodeErr(err, "access", abs)
+		alt := abs
+		if ops.ErrnoOf(err) == ops.ENOENT && !errors.Is(err, ops.ErrTransport) {
+			alt = resolveReadPath(ctx, t.fsys, abs)
+		}
+		if alt == abs {
+			return nil, nodeErr(err, "access", abs)
+		}
+		abs = alt
+		if err := t.fsys.Access(ctx, abs, ops.AccessRead); err != nil {
+			return nil, nodeErr(err, "access", abs)
+		}
 	}
 	r, err := t.fsys.Open(ctx, abs)
 	if err != nil {

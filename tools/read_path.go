@@ -13,15 +13,12 @@ import (
 var amPm = regexp.MustCompile(`(?i) (AM|PM)\.`)
 
 // resolveReadPath is pi's resolveReadPath (§3.4) with the existence checks
-// made on the target, not the host: when abs does not exist it tries the
+// made on the target, not the host. For an abs that does not exist it tries the
 // macOS screenshot name (U+202F before AM/PM), the NFD form, curly
 // apostrophes, and NFD with curly apostrophes, returning the first that
 // exists, else abs.
 func resolveReadPath(ctx context.Context, fsys ops.FS, abs string) string {
 	exists := func(p string) bool { return fsys.Access(ctx, p, ops.AccessExists) == nil }
-	if exists(abs) {
-		return abs
-	}
 	nfd := norm.NFD.String(abs)
 	for _, v := range []string{
 		amPm.ReplaceAllString(abs, "\u202F$1."),
