@@ -28,11 +28,17 @@ lint:
 images: build
 	$(BIN) image build
 
+# Latency, throughput and concurrency per backend, beside baselines measured in the same run
+# (bench/results.md, bench/results.json). BENCHFLAGS=-quick, BENCHFLAGS='-backends local,ssh'.
 bench: build
-	@echo "bench: not implemented yet" >&2; exit 1
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
+	bin/pibench bench -bin $(BIN) $(BENCHFLAGS)
 
+# Reliability under faults (bench/faults.md): timeouts and aborts of process trees, killed and
+# paused containers, cut SSH connections, sshd restarts, escape attempts. FAULTFLAGS='-trials 50'.
 faults: build
-	@echo "faults: not implemented yet" >&2; exit 1
+	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
+	bin/pibench faults -bin $(BIN) $(FAULTFLAGS)
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with
 # `pi-sandbox run` on the local backend, in a temporary copy, then check its tests pass.

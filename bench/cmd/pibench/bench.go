@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// results is results.json.
+type results struct {
+	Date     string          `json:"date"`
+	Host     string          `json:"host"`
+	Quick    bool            `json:"quick"`
+	N        int             `json:"inProcessCalls"`
+	CLIN     int             `json:"cliCalls"`
+	Backends []*backendStats `json:"backends"`
+	Targets  []targetResult  `json:"targets"`
+	Seconds  float64         `json:"seconds"`
+}
+
+type backendStats struct {
+	Name        string          `json:"name"`
+	Skipped     string          `json:"skipped,omitempty"`
+	Detail      string          `json:"detail,omitempty"`
+	CLISkipped  string          `json:"cliSkipped,omitempty"`
+	Latency     []latencyRow    `json:"latency,omitempty"`
+	Extra       []extraRow      `json:"extraBaselines,omitempty"`
+	Throughput  []throughputRow `json:"throughput,omitempty"`
+	Concurrency *concurrencyRow `json:"concurrency,omitempty"`
+	Notes       []string        `json:"notes,omitempty"`
+}
+
+type latencyRow struct {
+	Op        string  `json:"op"`
+	InProcess stats   `json:"inProcess"`
+	CLI       *stats  `json:"cli,omitempty"`
+	Baseline  string  `json:"baseline"`
+	Base      stats   `json:"baselineStats"`
+	InRatio   float64 `json:"inProcessOverBaseline"`
+	CLIRatio  float64 `json:"cliOverBaseline,omitempty"`
+}
+
+type extraRow struct {
+	Name string `json:"name"`
+	stats
+}
+
+type throughputRow struct {
+	What       string  `json:"what"`
+	Via        string  `json:"via"`
+	Bytes      int64   `json:"bytes"`
+	Seconds    float64 `json:"seconds"`
+	MBps       float64 `json:"MBps"`
+	PeakRSSMiB float64 `json:"peakRSSMiB,omitempty"`
+	Baseline   string  `json:"baseline,omitempty"`
+	BaseMBps   float64 `json:"baselineMBps,omitempty"`
+	Ratio      float64 `json:"overBaseline,omitempty"`
+	Err        string  `json:"error,omitempty"`
+}
+
+type concurrencyRow struct {
+	Calls   int     `json:"calls"`
+	Command string  `json:"command"`
+	OneMs   float64 `json:"oneCallMs"`
+	AllMs   float64 `json:"allCallsMs"`
+	Ratio   float64 `json:"ratio"`
+	Err     string  `json:"error,omitempty"`
+}
+
+func runBench(ctx context.Context, o *options) error {
+	start := time.Now()
+	p := newProgress()
+	defer p.done()
+	res := &results{Date: start.UTC().Format(time.RFC3339), Host: hostLine(), Quick: o.quick, N: o.n, CLIN: o.cliN}
+	for _, name := range o.backends {
+		if ctx.Err() != nil {
+			break
+		}
+		bs := &backendStats{Name: name}
+		res.Backends = append(res.Backends, bs)
+		p.step("%s: opening", name)
+		e, err := openEnv(ctx, o, name)
+		if err != nil {
+			bs.Skipped = err.Error()
+			p.step("%s: skipped: %v", name, err)
+			continue
+		}
+		benchBackend(ctx, o, p, e, bs)
+		e.close()
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.Targets = evalTargets(res)
+	return writeResults(o, res)
+}
+
+func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *backendStats) {
+	info := e.raw.Info()
+	bs.Detail = fmt.Sprintf("shell %s, capabilities %s", info.Shell, strings.Join(info.Capabilities, ","))
+	if len(info.Limits) > 0 {
+		bs.Notes = append(bs.Notes, "limits: "+strings.Join(info.Limits, "; "))
+	}
+	p.step("%s: fixtures (10,000-file tree)", e.name)
+	if err := setupFixtures(ctx, e); err != nil {
+		bs.Skipped = "fixtures: " + err.Error()
+		return
+	}
+	bases, stopBase, err := latBaselines(ctx, e)
+	defer stopBase()
+	if err != nil {
+		bs.Notes = append(bs.Notes, "baselines unavailable: "+err.Error())
+	}
+	// One CLI call first: if the CLI cannot reach this backend, say why once.
+	if _, err := cliTool(ctx, o, e, "bash", `{"command":"true"}`); err != nil {
+		bs.CLISkipped = err.Error()
+	}
+	for _, op := range latOps {
+		row := latencyRow{Op: op.name}
+		n := o.n
+		var st toggle
+		p.step("%s: %s in-process ×%d", e.name, op.name, n)
+		row.InProcess = timeN(p, e.name+" "+op.name, n, func(int) error {
+			_, err := callTool(ctx, e.lp, op.tool, op.args("inproc", &st))
+			if err == nil && op.key == "edit" {
+				st.flipped = !st.flipped
+			}
+			return err
+		})
+		if bs.CLISkipped == "" {
+			var st toggle
+			p.step("%s: %s CLI ×%d", e.name, op.name, o.cliN)
+			s := timeN(p, e.name+" cli "+op.name, o.cliN, func(int) error {
+				_, err := cliTool(ctx, o, e, op.tool, op.args("cli", &st))
+				if err == nil && op.key == "edit" {
+					st.flipped = !st.flipped
+				}
+				return err
+			})
+			row.CLI = &s
+		}
+		if b, ok := bases[op.key]; ok {
+			var st toggle
+			nb := n
+			if e.name != "local" {
+				nb = o.cliN // external processes: as many as the CLI runs
+			}
+			p.step("%s: %s baseline %s ×%d", e.name, op.name, b.name, nb)
+			row.Baseline = b.name
+			row.Base = timeN(p, e.name+" base "+op.name, nb, func(int) error {
+				err := b.f(ctx, &st)
+				if err == nil {
+					st.flipped = !st.flipped
+				}
+				return err
+			})
+			row.InRatio = ratio(row.InProcess.P50Ms, row.Base.P50Ms)
+			if row.CLI != nil {
+				row.CLIRatio = ratio(row.CLI.P50Ms, row.Base.P50Ms)
+			}
+		}
+		bs.Latency = append(bs.Latency, row)
+	}
+	extra := extraBaselines(ctx, e)
+	names := make([]string, 0, len(extra))
+	for k := range extra {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		f := extra[k]
+		n := o.n
+		if strings.Contains(k, "fresh") {
+			n = o.cliN
+		}
+		p.step("%s: baseline %s ×%d", e.name, k, n)
+		bs.Extra = append(bs.Extra, extraRow{Name: k, stats: timeN(p, k, n, func(int) error { return f(ctx) })})
+	}
+	bs.Throughput = throughput(ctx, o, p, e)
+	bs.Concurrency = concurrency(ctx, p, e)
+}
+
+func hostLine() string {
+	h, _ := os.Hostname()
+	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
+	return fmt.Sprintf("%s, %d CPUs, linux %s, %s", h, runtime.NumCPU(), strings.TrimSpace(string(kernel)), runtime.Version())
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
+	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
+	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/tools"
+)
+
+// benchLabel marks the containers this program creates.
+const benchLabel = "pi-sandbox.bench"
+
+// env is one open backend: raw (unconfined, for setup and fault checks),
+// confined with the tools and the loop on top (what a program embedding
+// pi-sandbox gets), and the flags that make `pi-sandbox tool` reach the same
+// target.
+type env struct {
+	name string
+	raw  ops.Backend
+	sb   ops.Backend
+	lp   *loop.Loop
+	work string   // the working directory on the target
+	cli  []string // backend flags for the CLI
+	spec childSpec
+	// docker
+	container string
+	user      string
+	// ssh
+	sshd *sshtest.Server
+	tb   *harnessTB
+
+	closers []func()
+}
+
+func (e *env) close() {
+	for i := len(e.closers) - 1; i >= 0; i-- {
+		e.closers[i]()
+	}
+	e.closers = nil
+	if e.tb != nil {
+		e.tb.close()
+	}
+}
+
+// childSpec tells a child process how to open the same target.
+type childSpec struct {
+	Backend   string        `json:"backend"`
+	WorkDir   string        `json:"workDir"`
+	Container string        `json:"container,omitempty"`
+	User      string        `json:"user,omitempty"`
+	SSH       sshops.Config `json:"ssh"`
+	Shim      string        `json:"shim"`
+}
+
+// openEnv opens backend name; an error means the backend is skipped, with
+// the error as the reason.
+func openEnv(ctx context.Context, o *options, name string) (*env, error) {
+	var (
+		e   *env
+		err error
+	)
+	switch name {
+	case "local":
+		e, err = openLocalEnv(ctx, o)
+	case "docker":
+		e, err = openDockerEnv(ctx, o)
+	case "ssh":
+		e, err = openSSHEnv(ctx, o)
+	default:
+		return nil, fmt.Errorf("unknown backend %q", name)
+	}
+	if err != nil {
+		if e != nil {
+			e.close()
+		}
+		return nil, err
+	}
+	if err := e.wrap(ctx); err != nil {
+		e.close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// wrap confines the raw backend as sandbox.Open does (working directory and
+// spill directory) and builds the loop over tools.All.
+func (e *env) wrap(ctx context.Context) error {
+	info := e.raw.Info()
+	roots := []sandbox.Root{{Path: info.WorkDir}}
+	if info.SpillDir != "" {
+		roots = append(roots, sandbox.Root{Path: info.SpillDir})
+	}
+	cb, err := sandbox.Confine(ctx, e.raw, roots)
+	if err != nil {
+		return err
+	}
+	e.sb = cb
+	e.lp, err = loop.New(tools.All(cb))
+	e.work = info.WorkDir
+	return err
+}
+
+// openBackend opens a raw backend from a spec (used by children and by
+// fault scenarios that need a second connection).
+func openBackend(ctx context.Context, s childSpec) (ops.Backend, error) {
+	switch s.Backend {
+	case "local":
+		return local.New(ctx, local.Config{WorkDir: s.WorkDir, ShimPath: s.Shim})
+	case "docker":
+		return docker.New(ctx, docker.Config{Container: s.Container, User: s.User, WorkDir: s.WorkDir, ShimBinary: s.Shim})
+	case "ssh":
+		c := s.SSH
+		c.WorkDir = s.WorkDir
+		c.ShimBinary = s.Shim
+		return sshops.New(ctx, c)
+	}
+	return nil, fmt.Errorf("unknown backend %q", s.Backend)
+}
+
+func openLocalEnv(ctx context.Context, o *options) (*env, error) {
+	dir, err := os.MkdirTemp("", "pibench-local-")
+	if err != nil {
+		return nil, err
+	}
+	e := &env{name: "local"}
+	e.closers = append(e.closers, func() { os.RemoveAll(dir) })
+	e.raw, err = local.New(ctx, local.Config{WorkDir: dir, ShimPath: o.bin})
+	if err != nil {
+		return e, err
+	}
+	e.closers = append(e.closers, func() { e.raw.Close() })
+	e.cli = []string{"--backend", "local", "--workdir", dir}
+	e.spec = childSpec{Backend: "local", WorkDir: dir, Shim: o.bin}
+	return e, nil
+}
+
+func openDockerEnv(ctx context.Context, o *options) (*env, error) {
+	e := &env{name: "docker"}
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	b, err := docker.New(cctx, docker.Config{
+		Image:      o.image,
+		Labels:     map[string]string{benchLabel: strconv.Itoa(os.Getpid())},
+		ShimBinary: o.bin,
+	})
+	if err != nil {
+		return nil, err
+	}
+	e.raw = b
+	e.closers = append(e.closers, func() { b.Close() })
+	info := b.Info()
+	e.container = b.ID()
+	e.user = fmt.Sprintf("%d:%d", info.UID, info.GID)
+	if info.UID < 0 {
+		e.user = docker.DefaultUser
+	}
+	e.cli = []string{"--backend", "docker", "--container", e.container, "--user", e.user, "--workdir", info.WorkDir}
+	e.spec = childSpec{Backend: "docker", WorkDir: info.WorkDir, Container: e.container, User: e.user, Shim: o.bin}
+	return e, nil
+}
+
+func openSSHEnv(ctx context.Context, o *options) (e *env, err error) {
+	e = &env{name: "ssh", tb: &harnessTB{}}
+	defer catch(&err)
+	if sshtest.SSHDPath() == "" {
+		return e, fmt.Errorf("sshd not installed (apt-get install openssh-server)")
+	}
+	s := sshtest.Start(e.tb)
+	e.sshd = s
+	work := s.TempDir(e.tb)
+	cfg := s.Config()
+	cfg.WorkDir = work
+	cfg.ShimBinary = o.bin
+	b, err := sshops.New(ctx, cfg)
+	if err != nil {
+		return e, err
+	}
+	e.raw = b
+	e.closers = append(e.closers, func() { b.Close() })
+	e.cli = []string{"--backend", "ssh", "--host", fmt.Sprintf("%s@%s", s.User, s.Addr()),
+		"--identity", s.IdentityFile, "--known-hosts", s.KnownHostsFile, "--workdir", work}
+	e.spec = childSpec{Backend: "ssh", WorkDir: work, SSH: s.Config(), Shim: o.bin}
+	return e, nil
+}
+
+// sshArgs are the OpenSSH client's arguments for the test server, without
+// a user config, agent or prompts.
+func (e *env) sshArgs(extra ...string) []string {
+	s := e.sshd
+	a := []string{"-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+		"-i", s.IdentityFile, "-o", "UserKnownHostsFile=" + s.KnownHostsFile,
+		"-o", "StrictHostKeyChecking=yes", "-p", strconv.Itoa(s.Port)}
+	a = append(a, extra...)
+	return append(a, s.User+"@"+s.Host)
+}
+
+// path joins elems under the working directory.
+func (e *env) path(elems ...string) string {
+	return path.Join(append([]string{e.work}, elems...)...)
+}
+
+// runOut runs command on the raw backend and returns its output.
+func runOut(ctx context.Context, b ops.Backend, command string, timeout time.Duration) (string, error) {
+	var sb strings.Builder
+	err := b.Run(ctx, &ops.Cmd{Command: command, Output: &sb, Timeout: timeout})
+	return sb.String(), err
+}

@@ -1,0 +1,114 @@
+// Command pibench measures pi-sandbox (make bench) and checks its
+// reliability under faults (make faults). Every figure is reported beside a
+// baseline measured in the same run, because the machines it runs on are
+// noisy: ratios travel, absolute numbers do not. Nothing here asserts a
+// time; targets are reported as met or missed.
+//
+//	pibench bench  [-quick] [-backends local,docker,ssh] [-out bench]
+//	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+)
+
+// options are the flags both commands share.
+type options struct {
+	quick    bool
+	backends []string
+	out      string
+	bin      string // the pi-sandbox binary: the CLI under test and the shim
+	image    string
+	trials   int
+	parallel int
+	cliN     int
+	n        int
+}
+
+func (o *options) has(b string) bool {
+	for _, x := range o.backends {
+		if x == b {
+			return true
+		}
+	}
+	return false
+}
+
+func main() {
+	// The local backend re-executes this binary as its shim.
+	shim.Dispatch()
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: pibench bench|faults [flags]")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cmd, args := os.Args[1], os.Args[2:]
+	if cmd == rssChildCmd {
+		os.Exit(rssChild(ctx, args))
+	}
+	var o options
+	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
+	backends := fs.String("backends", "local,docker,ssh", "comma-separated backends to measure")
+	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
+	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
+	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox binary (CLI under test, and the shim)")
+	fs.StringVar(&o.image, "image", "pi-sandbox/debian", "docker image (pi-sandbox/busybox also works)")
+	fs.IntVar(&o.n, "n", 0, "in-process calls per latency op (0: 200, -quick 40)")
+	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
+	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
+	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
+	fs.Parse(args)
+	for _, b := range strings.Split(*backends, ",") {
+		if b = strings.TrimSpace(b); b != "" {
+			o.backends = append(o.backends, b)
+		}
+	}
+	if o.n == 0 {
+		o.n = 200
+		if o.quick {
+			o.n = 40
+		}
+	}
+	if o.cliN == 0 {
+		o.cliN = 50
+		if o.quick {
+			o.cliN = 10
+		}
+	}
+	if abs, err := filepath.Abs(o.bin); err == nil {
+		o.bin = abs
+	}
+	if _, err := os.Stat(o.bin); err != nil {
+		fmt.Fprintf(os.Stderr, "pibench: %v (run make build first)\n", err)
+		os.Exit(1)
+	}
+	// Targets run the static pi-sandbox binary as their shim.
+	os.Setenv("PI_SANDBOX_SHIM_BIN", o.bin)
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		fmt.Fprintf(os.Stderr, "pibench: %v\n", err)
+		os.Exit(1)
+	}
+	var err error
+	switch cmd {
+	case "bench":
+		err = runBench(ctx, &o)
+	case "faults":
+		err = runFaults(ctx, &o)
+	default:
+		err = fmt.Errorf("unknown command %q (want bench or faults)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pibench: %v\n", err)
+		os.Exit(1)
+	}
+}
