@@ -243,9 +243,12 @@ func translatePerlClasses(p string) (string, error) {
 				i++
 			}
 		case c == '[' && inClass && i+1 < len(p) && p[i+1] == ':':
+			// A POSIX class, copied for Go to check; without ":]" the "["
+			// is a literal, as in Go's parser.
 			end := strings.Index(p[i:], ":]")
 			if end < 0 {
-				return "", fmt.Errorf("unclosed character class: `%s`", p)
+				b.WriteByte(c)
+				continue
 			}
 			b.WriteString(p[i : i+end+2])
 			i += end + 1

@@ -1,0 +1,60 @@
+package search
+
+import (
+	"errors"
+	"regexp"
+	"regexp/syntax"
+	"testing"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// FuzzGlob: every glob either compiles to a valid regexp or fails with a
+// *GlobError; gitignore lines never panic.
+func FuzzGlob(f *testing.F) {
+	for _, s := range []string{"*.ts", "src/**/*.go", "**/", "[!a-z]?", "{a,b}", "a\\*", "[", "{", "]", "/**", "x/**/y", "[]]", "[a-]", "!/b/"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, g string) {
+		src, err := globRegexp(g, false)
+		if err != nil {
+			var ge *GlobError
+			if !errors.As(err, &ge) || !errors.Is(err, ops.ErrBadPattern) {
+				t.Fatalf("%q: error %v is not a GlobError", g, err)
+			}
+		} else if _, err := regexp.Compile(src); err != nil {
+			t.Fatalf("%q → %q does not compile: %v", g, src, err)
+		}
+		parseRule(g)
+	})
+}
+
+// FuzzPattern: translating rg's Perl classes never turns a pattern Go
+// accepts into one it rejects, and matching never panics.
+func FuzzPattern(f *testing.F) {
+	for _, s := range []string{`\d+`, `[\w-]`, `[^\W\d]`, `\bx\B`, `\Q\d\E`, `[[:alpha:]\s]`, `(?i)é\b`, `[]\S]`, `a|\b`, `\\w`} {
+		f.Add(s, "café 123 ٣ x_y\u00a0z")
+	}
+	f.Fuzz(func(t *testing.T, p, line string) {
+		_, goErr := syntax.Parse(p, syntax.Perl)
+		m, fast, err := compileSearch(p, false, false)
+		if goErr == nil && err != nil {
+			var pe *PatternError
+			if !errors.As(err, &pe) || pe.Detail != `the literal '"\n"' is not allowed in a regex` {
+				t.Fatalf("%q: Go accepts it, we reject it: %v", p, err)
+			}
+			return
+		}
+		if err != nil {
+			if !errors.Is(err, ops.ErrBadPattern) {
+				t.Fatalf("%q: error %v is not ErrBadPattern", p, err)
+			}
+			return
+		}
+		hit := m.Match([]byte(line))
+		// The chunk scanner must find every matching line.
+		if fast != nil && hit && !fast.MatchString(line) {
+			t.Fatalf("%q on %q: line matches but the candidate regexp does not", p, line)
+		}
+	})
+}
