@@ -149,11 +149,11 @@ func (b *Backend) finish(p *proc, ctl *controlWriter, inspectEnd int) error {
 	}
 	code := c.Exit
 	if !c.HaveExit {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if !b.containerRunning(ctx) {
+		if b.containerStops() {
 			return fmt.Errorf("docker: run: %w", b.goneErr(ops.ErrExitUnknown))
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		if inspectEnd >= 0 {
 			code = inspectEnd
 		} else {
@@ -169,12 +169,38 @@ func (b *Backend) finish(p *proc, ctl *controlWriter, inspectEnd int) error {
 	if code == 0 {
 		return nil
 	}
+	if !c.Done && b.containerStops() {
+		// The wrapper was killed with the container (it may still have
+		// reported its child's death first).
+		return fmt.Errorf("docker: run: %w", b.goneErr(ops.ErrExitUnknown))
+	}
 	ee := &ops.ExitError{Code: code}
 	if code > 128 && code <= 128+64 {
 		ee.Signal = code - 128
 	}
 	ee.OOMKilled = b.oomKilled(c)
 	return ee
+}
+
+// containerStops reports whether the container stops running within a
+// short while: the engine records a killed container's exit a little after
+// the exec streams break.
+func (b *Backend) containerStops() bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		if !b.containerRunning(ctx) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+		if delay >= 200*time.Millisecond {
+			return false
+		}
+	}
 }
 
 // oomKilled compares the cgroup's oom_kill counter before and after the

@@ -44,7 +44,10 @@
 //	pi-sandbox-shellproc: pgid 1234
 //	pi-sandbox-shellproc: start chdir ENOENT
 //	pi-sandbox-shellproc: exit 0
+//	pi-sandbox-shellproc: done
 //
+// "exit" comes as soon as the shell ends; "done" is the wrapper's last line,
+// so a stream that ends without it means the wrapper itself was killed.
 // A start failure (missing or unusable working directory, missing shell or
 // setsid) also exits with [StartFailedCode]; [ParseControl] turns the lines
 // into a [Control], whose Start field is a *fs.PathError (Op "chdir") or

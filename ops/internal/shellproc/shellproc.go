@@ -132,11 +132,14 @@ func Script(s Spec) (string, error) {
 	// Whatever the command left in its group dies with it; POSIX does not
 	// reuse a group id while a member lives, so this cannot hit a stranger.
 	kill := "[ -n \"$p\" ] && kill -9 -$p 2>/dev/null\n"
+	// The last line: its absence means the wrapper itself was killed
+	// (with the whole container, say), whatever "exit" said.
+	done := "echo \"" + ControlPrefix + "done\" >&2\n"
 
 	if s.Shim != "" {
 		// The shim holds the output until it is idle after the command's
 		// exit (its --grace) and sweeps the tree itself.
-		b.WriteString(launch.String() + pgid + "wait $p\ns=$?\n" + kill + probe("after") + exit + "exit $s\n")
+		b.WriteString(launch.String() + pgid + "wait $p\ns=$?\n" + kill + probe("after") + exit + done + "exit $s\n")
 		return b.String(), nil
 	}
 
@@ -155,7 +158,7 @@ func Script(s Spec) (string, error) {
 	b.WriteString("{\n" + launch.String() + "echo $p > " + pf + "\n" + pgid +
 		"wait $p\ns=$?\necho $s > " + sf + "\n" + probe("after") + exit + "} | cat\n")
 	b.WriteString("p=; s=" + strconv.Itoa(StartFailedCode) + "\nread p 2>/dev/null < " + pf + "\nread s 2>/dev/null < " + sf + "\n")
-	b.WriteString(kill + "rm -f " + pf + " " + sf + "\nexit $s\n")
+	b.WriteString(kill + "rm -f " + pf + " " + sf + "\n" + done + "exit $s\n")
 	return b.String(), nil
 }
 
@@ -190,6 +193,8 @@ type Control struct {
 	// Exit is the command's exit status; HaveExit says it was reported.
 	Exit     int
 	HaveExit bool
+	// Done is set by the wrapper's last line, just before it exits.
+	Done bool
 	// ProbeBefore and ProbeAfter are the values Spec.Probe reported.
 	ProbeBefore, ProbeAfter string
 }
@@ -229,6 +234,8 @@ func (c *Control) ParseLine(line, dir string) {
 		if n, err := strconv.Atoi(arg); err == nil {
 			c.Exit, c.HaveExit = n, true
 		}
+	case "done":
+		c.Done = true
 	case "probe-before":
 		c.ProbeBefore = arg
 	case "probe-after":

@@ -88,7 +88,7 @@ func TestScript(t *testing.T) {
 						t.Errorf("stderr line without control prefix: %q", l)
 					}
 				}
-				if r.ctl.PGID <= 0 || !r.ctl.HaveExit || r.ctl.Exit != 0 || r.ctl.Start != nil {
+				if r.ctl.PGID <= 0 || !r.ctl.HaveExit || r.ctl.Exit != 0 || r.ctl.Start != nil || !r.ctl.Done {
 					t.Errorf("control %+v", r.ctl)
 				}
 			})
