@@ -24,7 +24,9 @@ type markSink struct {
 	once   sync.Once
 }
 
-func newMarkSink(marker string) *markSink { return &markSink{marker: marker, ready: make(chan struct{})} }
+func newMarkSink(marker string) *markSink {
+	return &markSink{marker: marker, ready: make(chan struct{})}
+}
 
 func (s *markSink) Write(p []byte) (int, error) {
 	s.mu.Lock()
