@@ -1,0 +1,375 @@
+// Package sandboxtest is the escape suite of the sandbox layer: attempts to
+// reach files outside a confined sandbox through the real tools (.. chains,
+// absolute paths, symbolic links and chains of them, links made by bash and
+// then followed, NUL bytes, Unicode look-alikes, over-long paths). Every
+// backend runs it with its own factory; each attempt must fail, must not
+// show the outside file's content, and must leave everything outside the
+// sandbox byte for byte and mtime for mtime as it was.
+package sandboxtest
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/sandbox"
+)
+
+// Target is a fresh backend for the suite.
+type Target struct {
+	// Backend is unconfined; its working directory is an empty directory
+	// the suite may fill. The suite opens the sandbox on it and closes it.
+	Backend ops.Backend
+	// Outside is an existing, empty, writable directory on the target,
+	// outside the working directory and the spill directory; the suite
+	// puts the files it must not reach there. Its parent's entries are
+	// watched too.
+	Outside string
+}
+
+// Secret is the content of the outside file; no result may contain it.
+const Secret = "TOP-SECRET-a81f3c"
+
+// Kind is what an attempt must end in.
+type Kind int
+
+const (
+	// Refused: an error result caused by the sandbox's confinement.
+	Refused Kind = iota
+	// Failed: an error result of any cause (a path that resolves inside
+	// and does not exist, an invalid name).
+	Failed
+	// NoLeak: the call may succeed (a search inside the sandbox), but it
+	// shows nothing of the outside.
+	NoLeak
+)
+
+// Case is one attempt: setup calls that must succeed, then the attack.
+type Case struct {
+	Name  string
+	Setup []Call
+	Call  Call
+	Want  Kind
+}
+
+// Call is one tool call; in Args, the strings "$W" and "$O" stand for the
+// working directory and the outside directory, and "$RO" for the outside
+// directory relative to the working directory.
+type Call struct {
+	Tool string
+	Args map[string]any
+}
+
+func c(tool string, args ...any) Call {
+	m := map[string]any{}
+	for i := 0; i+1 < len(args); i += 2 {
+		m[args[i].(string)] = args[i+1]
+	}
+	return Call{Tool: tool, Args: m}
+}
+
+// Cases returns the suite's attempts. The outside directory holds
+// secret.txt (Secret), victim.txt, and dir/inner.txt; the working directory
+// holds links made before the sandbox opens (see Run).
+func Cases() []Case {
+	long := strings.Repeat("x", 300)
+	deep := strings.Repeat("a/../", 1500)
+	return []Case{
+		// .. chains and absolute paths.
+		{"read dotdot", nil, c("read", "path", "$RO/secret.txt"), Refused},
+		{"read dotdot from subdir", nil, c("read", "path", "sub/../../"+"$RO_BASE/secret.txt"), Refused},
+		{"read absolute", nil, c("read", "path", "$O/secret.txt"), Refused},
+		{"read long dotdot chain", nil, c("read", "path", "sub/"+deep+"../$RO/secret.txt"), Refused},
+		{"read via proc root", nil, c("read", "path", "/proc/self/root$O/secret.txt"), Refused},
+		{"write dotdot", nil, c("write", "path", "$RO/new.txt", "content", "pwned"), Refused},
+		{"write absolute victim", nil, c("write", "path", "$O/victim.txt", "content", "pwned"), Refused},
+		{"write absolute new dir", nil, c("write", "path", "$O/newdir/f.txt", "content", "pwned"), Refused},
+		{"edit absolute", nil, c("edit", "path", "$O/victim.txt", "edits", []any{map[string]any{"oldText": "victim", "newText": "pwned"}}), Refused},
+		// ls reports any failure to stat its directory as pi's "Path not
+		// found"; the refusal is behind it, so these only require failure.
+		{"ls dotdot", nil, c("ls", "path", ".."), Failed},
+		{"ls absolute", nil, c("ls", "path", "$O"), Failed},
+		{"ls spill dir's parent", nil, c("ls", "path", "$SPILL_PARENT"), Failed},
+		{"grep dotdot", nil, c("grep", "pattern", Secret, "path", ".."), Refused},
+		{"grep absolute", nil, c("grep", "pattern", Secret, "path", "$O"), Refused},
+		{"find dotdot", nil, c("find", "pattern", "*.txt", "path", ".."), Refused},
+		{"find absolute", nil, c("find", "pattern", "*", "path", "$O"), Refused},
+
+		// Symbolic links made before the sandbox opened.
+		{"read absolute link", nil, c("read", "path", "link-file"), Refused},
+		{"read relative link", nil, c("read", "path", "link-rel"), Refused},
+		{"read link chain", nil, c("read", "path", "chain1"), Refused},
+		{"read through dir link", nil, c("read", "path", "link-dir/secret.txt"), Refused},
+		{"read relative link in subdir", nil, c("read", "path", "sub/deep"), Refused},
+		{"read dir link then dotdot", nil, c("read", "path", "link-dir/dir/../secret.txt"), Refused},
+		{"write through file link", nil, c("write", "path", "link-victim", "content", "pwned"), Refused},
+		{"write through dangling link", nil, c("write", "path", "dangling", "content", "pwned"), Refused},
+		{"write through dir link", nil, c("write", "path", "link-dir/new.txt", "content", "pwned"), Refused},
+		{"write through dir link, new subdir", nil, c("write", "path", "link-dir/nd/f.txt", "content", "pwned"), Refused},
+		{"write through link chain", nil, c("write", "path", "chain1", "content", "pwned"), Refused},
+		{"edit through link", nil, c("edit", "path", "link-victim", "edits", []any{map[string]any{"oldText": "victim", "newText": "pwned"}}), Refused},
+		{"ls dir link", nil, c("ls", "path", "link-dir"), Failed},
+		{"grep dir link", nil, c("grep", "pattern", Secret, "path", "link-dir"), Refused},
+		{"find dir link", nil, c("find", "pattern", "*", "path", "link-dir"), Refused},
+		{"grep workdir does not follow links", nil, c("grep", "pattern", Secret), NoLeak},
+		{"find workdir does not follow links", nil, c("find", "pattern", "inner.txt"), NoLeak},
+		{"ls workdir shows links only", nil, c("ls"), NoLeak},
+
+		// Links made by bash inside the sandbox, then followed.
+		{"bash link then read", []Call{c("bash", "command", "ln -s $O/secret.txt made-file")}, c("read", "path", "made-file"), Refused},
+		{"bash dir link then write", []Call{c("bash", "command", "ln -s $O made-dir")}, c("write", "path", "made-dir/pwned.txt", "content", "pwned"), Refused},
+		{"bash link then edit", []Call{c("bash", "command", "ln -s $O/victim.txt made-victim")}, c("edit", "path", "made-victim", "edits", []any{map[string]any{"oldText": "victim", "newText": "pwned"}}), Refused},
+		{"bash relative chain then read", []Call{c("bash", "command", "ln -s $RO made-rel && ln -s made-rel/secret.txt made-chain")}, c("read", "path", "made-chain"), Refused},
+		{"bash dangling link then write", []Call{c("bash", "command", "ln -s $O/created.txt made-dangling")}, c("write", "path", "made-dangling", "content", "pwned"), Refused},
+		{"bash link in new subdir then grep", []Call{c("bash", "command", "mkdir -p m/n && ln -s $O m/n/out")}, c("grep", "pattern", Secret, "path", "m/n/out"), Refused},
+
+		// Odd names.
+		{"read NUL byte", nil, c("read", "path", "link-file\x00.txt"), Failed},
+		{"read NUL then dotdot", nil, c("read", "path", "x\x00/../$RO/secret.txt"), Failed},
+		{"write NUL byte", nil, c("write", "path", "$O/victim.txt\x00", "content", "pwned"), Failed},
+		{"read two dot leader", nil, c("read", "path", "\u2025/$RO_BASE/secret.txt"), Failed},
+		{"read fullwidth dots", nil, c("read", "path", "\uff0e\uff0e/$RO_BASE/secret.txt"), Failed},
+		{"read division slash", nil, c("read", "path", "..\u2215$RO_BASE\u2215secret.txt"), Failed},
+		{"write fullwidth solidus", nil, c("write", "path", "..\uff0f$RO_BASE\uff0fvictim.txt", "content", "pwned"), NoLeak},
+		{"read over-long name", nil, c("read", "path", strings.Repeat(long, 20)), Failed},
+		{"write over-long path", nil, c("write", "path", strings.Repeat(long+"/", 20)+"f", "content", "x"), Failed},
+	}
+}
+
+// Run opens a sandbox on newTarget's backend (confined to its working
+// directory and spill directory) and runs every case as a subtest. The
+// cases share the target: each uses its own names.
+func Run(t *testing.T, newTarget func(t *testing.T) Target) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tg := newTarget(t)
+	raw := tg.Backend
+	info := raw.Info()
+	w, o := info.WorkDir, tg.Outside
+	if err := setup(ctx, raw, w, o); err != nil {
+		raw.Close()
+		t.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, raw, sandbox.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	l, err := sb.NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ro := relPath(w, o)
+	vars := strings.NewReplacer("$RO_BASE", strings.TrimPrefix(ro, "../"), "$RO", ro, "$W", w, "$O", o, "$SPILL_PARENT", path.Dir(info.SpillDir))
+	if !strings.HasPrefix(ro, "../") {
+		t.Fatalf("sandboxtest: outside %s is not outside the working directory %s", o, w)
+	}
+
+	for i, tc := range Cases() {
+		t.Run(tc.Name, func(t *testing.T) {
+			before, err := snapshot(ctx, raw, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j, s := range tc.Setup {
+				res := run(ctx, l, fmt.Sprintf("s%d_%d", i, j), s, vars)
+				if res.IsError {
+					t.Fatalf("setup %s: %s", s.Tool, text(res))
+				}
+			}
+			res := run(ctx, l, fmt.Sprintf("c%d", i), tc.Call, vars)
+			got := text(res)
+			if strings.Contains(got, Secret) || strings.Contains(got, "dir/inner.txt") {
+				t.Errorf("the result shows the outside: %q", got)
+			}
+			switch tc.Want {
+			case Refused:
+				var ore *sandbox.OutsideRootError
+				if !res.IsError || !errors.As(res.Err, &ore) && !strings.Contains(got, "outside the sandbox") {
+					t.Errorf("not refused by confinement: isError %v, %q (err %v)", res.IsError, got, res.Err)
+				}
+			case Failed:
+				if !res.IsError {
+					t.Errorf("succeeded: %q", got)
+				}
+			}
+			after, err := snapshot(ctx, raw, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := diff(before, after); d != "" {
+				t.Errorf("the outside changed:\n%s", d)
+			}
+		})
+	}
+}
+
+func run(ctx context.Context, l *loop.Loop, id string, cl Call, vars *strings.Replacer) *loop.Result {
+	args := subst(cl.Args, vars)
+	raw, err := json.Marshal(args)
+	if err != nil {
+		return loop.ErrorResult(err)
+	}
+	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: id, Name: cl.Tool, Arguments: raw}}, nil)
+	return b.Results[0].Result
+}
+
+func subst(v any, r *strings.Replacer) any {
+	switch x := v.(type) {
+	case string:
+		return r.Replace(x)
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = subst(e, r)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = subst(e, r)
+		}
+		return s
+	}
+	return v
+}
+
+func text(r *loop.Result) string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		b.WriteString(c.Text)
+	}
+	return b.String()
+}
+
+// setup fills the outside directory and makes the links in the working
+// directory with the unconfined backend.
+func setup(ctx context.Context, b ops.Backend, w, o string) error {
+	files := map[string]string{
+		"secret.txt":    Secret + "\n",
+		"victim.txt":    "victim\n",
+		"dir/inner.txt": Secret + " inner\n",
+	}
+	for name, content := range files {
+		p := path.Join(o, name)
+		if err := b.MkdirAll(ctx, path.Dir(p), 0o755); err != nil {
+			return err
+		}
+		if err := b.WriteFile(ctx, p, []byte(content), 0o644); err != nil {
+			return err
+		}
+	}
+	ro := relPath(w, o)
+	script := strings.Join([]string{
+		"set -e",
+		"mkdir -p sub",
+		"ln -s " + shq(o+"/secret.txt") + " link-file",
+		"ln -s " + shq(ro+"/secret.txt") + " link-rel",
+		"ln -s " + shq(o) + " link-dir",
+		"ln -s " + shq(o+"/victim.txt") + " link-victim",
+		"ln -s " + shq(o+"/created-by-dangling.txt") + " dangling",
+		"ln -s chain2 chain1",
+		"ln -s " + shq(o+"/secret.txt") + " chain2",
+		"ln -s " + shq("../"+ro+"/secret.txt") + " sub/deep",
+	}, "\n")
+	var out strings.Builder
+	if err := b.Run(ctx, &ops.Cmd{Command: script, Dir: w, Output: &out}); err != nil {
+		return fmt.Errorf("sandboxtest: setup: %v: %s", err, out.String())
+	}
+	return nil
+}
+
+func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+
+// relPath is the path of to relative to from (both absolute and clean).
+func relPath(from, to string) string {
+	f := strings.Split(strings.Trim(from, "/"), "/")
+	g := strings.Split(strings.Trim(to, "/"), "/")
+	i := 0
+	for i < len(f) && i < len(g) && f[i] == g[i] {
+		i++
+	}
+	var parts []string
+	for range f[i:] {
+		parts = append(parts, "..")
+	}
+	parts = append(parts, g[i:]...)
+	return strings.Join(parts, "/")
+}
+
+type entry struct {
+	mode    fs.FileMode
+	mtime   time.Time
+	content string
+}
+
+// snapshot records every entry under o (recursively, links not followed)
+// and the names beside o.
+func snapshot(ctx context.Context, b ops.Backend, o string) (map[string]entry, error) {
+	snap := map[string]entry{}
+	parent, err := b.ReadDir(ctx, path.Dir(o))
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range parent {
+		snap["../"+e.Name()] = entry{}
+	}
+	var walk func(dir string) error
+	walk = func(dir string) error {
+		es, err := b.ReadDir(ctx, dir)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			p := path.Join(dir, e.Name())
+			fi, err := b.Lstat(ctx, p)
+			if err != nil {
+				return err
+			}
+			en := entry{mode: fi.Mode(), mtime: fi.ModTime()}
+			switch {
+			case fi.IsDir():
+				if err := walk(p); err != nil {
+					return err
+				}
+			case fi.Mode().IsRegular():
+				data, err := ops.ReadFile(ctx, b, p)
+				if err != nil {
+					return err
+				}
+				en.content = string(data)
+			}
+			snap[strings.TrimPrefix(p, o)] = en
+		}
+		return nil
+	}
+	return snap, walk(o)
+}
+
+func diff(a, b map[string]entry) string {
+	var out []string
+	for k, ea := range a {
+		eb, ok := b[k]
+		switch {
+		case !ok:
+			out = append(out, "removed "+k)
+		case ea.mode != eb.mode || !ea.mtime.Equal(eb.mtime) || ea.content != eb.content:
+			out = append(out, fmt.Sprintf("changed %s: %v %v %q -> %v %v %q", k, ea.mode, ea.mtime, ea.content, eb.mode, eb.mtime, eb.content))
+		}
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, "added "+k)
+		}
+	}
+	return strings.Join(out, "\n")
+}
