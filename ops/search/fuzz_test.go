@@ -1,9 +1,11 @@
 package search
 
 import (
+	"bytes"
 	"errors"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -34,6 +36,7 @@ func FuzzGlob(f *testing.F) {
 func FuzzPattern(f *testing.F) {
 	for _, s := range []string{`\d+`, `[\w-]`, `[^\W\d]`, `\bx\B`, `\Q\d\E`, `[[:alpha:]\s]`, `(?i)é\b`, `[]\S]`, `a|\b`, `\\w`} {
 		f.Add(s, "café 123 ٣ x_y\u00a0z")
+		f.Add(s, "a1\n\nb\rc\n_\u00e9\n")
 	}
 	f.Fuzz(func(t *testing.T, p, line string) {
 		_, goErr := syntax.Parse(p, syntax.Perl)
@@ -51,10 +54,26 @@ func FuzzPattern(f *testing.F) {
 			}
 			return
 		}
-		hit := m.Match([]byte(line))
-		// The chunk scanner must find every matching line.
-		if fast != nil && hit && !fast.MatchString(line) {
-			t.Fatalf("%q on %q: line matches but the candidate regexp does not", p, line)
+		if fast == nil {
+			return
+		}
+		// Scanning line as a chunk finds exactly the lines that match.
+		chunk := []byte(line)
+		var want []int
+		for off := 0; off < len(chunk); {
+			end := bytes.IndexByte(chunk[off:], '\n')
+			next := off + end + 1
+			if end < 0 {
+				end, next = len(chunk)-off, len(chunk)
+			}
+			if m.Match(chunk[off : off+end]) {
+				want = append(want, off)
+			}
+			off = next
+		}
+		g := &grepper{m: m, fast: fast}
+		if got := g.candidates(chunk); !slices.Equal(got, want) {
+			t.Fatalf("%q on %q: candidates %v, want %v", p, line, got, want)
 		}
 	})
 }
