@@ -69,13 +69,23 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 		exited    bool
 		exitCode  int
 		exitAt    time.Time
-		stdoutEOF bool
+		stdoutEOF bool // cat's "eof": every holder closed the output
 		outDone   = r.outDone
 		sessDone  = r.sessionDone
 	)
-	finish := func() error {
+	// finish ends a command whose shell exited: closing stdin makes the
+	// wrapper kill what is left of the group and exit, and sshd's channel
+	// EOF then marks the end of the output exactly (the control channel's
+	// "eof" may overtake the last chunk).
+	finish := func(bound time.Duration) error {
 		r.closeStdin()
-		r.waitSession(killWait)
+		t := time.NewTimer(bound)
+		defer t.Stop()
+		select {
+		case <-r.outDone:
+		case <-t.C:
+		}
+		r.waitSession(bound)
 		return exitErr(exitCode)
 	}
 	for {
@@ -97,13 +107,20 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 				// once, the wrapper's "exit" after the shim's grace.
 				exitCode = ev.n
 				if stdoutEOF {
-					return finish()
+					return finish(killWait)
 				}
 				if !exited {
 					exited, exitAt = true, time.Now()
 					grace = time.NewTimer(ops.ExitGrace)
 					defer grace.Stop()
 					graceC = grace.C
+				}
+			case "eof":
+				// cat has written everything to the channel; wait for our
+				// copy of it too.
+				stdoutEOF = true
+				if exited {
+					return finish(killWait)
 				}
 			case "start":
 				r.waitSession(killWait)
@@ -114,14 +131,11 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 				grace.Reset(ops.ExitGrace)
 			}
 		case <-graceC:
-			// An orphan holds the output open but has gone quiet.
-			return finish()
+			// An orphan holds the output open but has gone quiet; one
+			// that escaped the group may hold it for ever.
+			return finish(time.Second)
 		case <-outDone:
-			stdoutEOF = true
 			outDone = nil
-			if exited {
-				return finish()
-			}
 		case <-sessDone:
 			// The wrapper ended without reporting an exit: killed, or the
 			// connection dropped.
@@ -131,7 +145,7 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 					return ev.err
 				}
 				exited, exitCode = true, ev.n
-				return finish()
+				return finish(time.Second)
 			}
 			return r.lostStatus(ctx)
 		}
@@ -255,6 +269,10 @@ func (r *runState) readControl(stderr io.Reader) {
 			continue
 		}
 		f := strings.Fields(line)
+		if len(f) == 1 && f[0] == "eof" {
+			r.control <- controlEvent{kind: "eof"}
+			continue
+		}
 		if len(f) < 2 {
 			continue
 		}
@@ -272,6 +290,8 @@ func (r *runState) readControl(stderr io.Reader) {
 			if n, err := strconv.Atoi(f[1]); err == nil {
 				r.control <- controlEvent{kind: "exit", n: n}
 			}
+		case "eof":
+			r.control <- controlEvent{kind: "eof"}
 		case "start":
 			var err error
 			switch {

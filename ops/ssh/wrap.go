@@ -12,8 +12,14 @@ import (
 //
 //	pgid N          the command's process group, once started
 //	exit N          the shell's exit status (128+n after signal n)
+//	eof             every process holding the output has closed it
 //	start chdir E   the working directory could not be entered (errno E)
 //	start setsid    setsid(1) is missing
+//
+// The output goes through cat because sshd sends the channel's EOF only once
+// stderr is closed too, which the wrapper keeps open: cat's EOF is how the
+// caller learns that no orphan holds the output, without waiting for the
+// exit grace.
 //
 // With a shim (ops/shim, uploaded by New) the session leader is the shim,
 // which also kills processes that called setsid themselves; its own
@@ -25,21 +31,22 @@ import (
 // group gets SIGKILL. In a non-interactive shell a background job is not a
 // group leader, so `setsid CMD &` does not fork again and $! is the group.
 // Written for POSIX sh and busybox (`kill -9 -PGID`, no `--`, no setsid -w).
-const wrapScript = `exec 3>&2 4<&0 </dev/null
-if ! cd "$1" 2>/dev/null; then
+const wrapScript = `exec 3>&2 2>/dev/null 4<&0 </dev/null
+if ! cd "$1"; then
 if [ ! -e "$1" ]; then e=ENOENT; elif [ ! -d "$1" ]; then e=ENOTDIR; else e=EACCES; fi
 printf 'start chdir %s\n' "$e" >&3; exit 127
 fi
-command -v setsid >/dev/null 2>&1 || { printf 'start setsid\n' >&3; exit 127; }
+command -v setsid >/dev/null || { printf 'start setsid\n' >&3; exit 127; }
 s=$2 c=$3 x=$4; shift 4
 for kv; do export "$kv"; done
+{
 if [ -n "$x" ]; then
 setsid "$x" __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
 else
 setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
 fi
 p=$!
-exec >/dev/null 2>&1
+exec >/dev/null
 printf 'pgid %s\n' "$p" >&3
 (read -r _; ` + shimStop + `; kill -9 -"$p") <&4 3>&- &
 w=$!
@@ -47,7 +54,8 @@ exec 4<&-
 wait "$p"; st=$?
 printf 'exit %s\n' "$st" >&3
 wait "$w"
-exit "$st"`
+exit "$st"
+} | { cat; printf 'eof\n' >&3; }`
 
 // shimStop asks a shim ($x, pid $p) to kill every descendant (setsid
 // escapees included) and waits up to 2 s for it; the group kill follows.
