@@ -314,3 +314,14 @@ func TestGrepLargeFileAgainstRG(t *testing.T) {
 		}
 	}
 }
+
+// TestRGPatternError: a pattern only rg rejects still fails with the
+// one-line text.
+func TestRGPatternError(t *testing.T) {
+	needTool(t, "rg")
+	root := repoTree(t)
+	_, err := collectGrep(t, rgGrep, ops.GrepQuery{Pattern: `a\/b`, Path: root})
+	if !errors.Is(err, ops.ErrBadPattern) || err.Error() != "regex parse error: unrecognized escape sequence" {
+		t.Fatalf("err = %v", err)
+	}
+}

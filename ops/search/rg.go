@@ -34,6 +34,24 @@ func rgArgs(q *ops.GrepQuery, target string) []string {
 	return append(args, "--", q.Pattern, target)
 }
 
+// rgPatternError turns ripgrep's multi-line "regex parse error:" report (for
+// syntax Go accepts and ripgrep 13 does not, such as "\/") into the
+// one-line *PatternError every backend reports, with rg's "error: …" line as
+// the detail.
+func rgPatternError(pattern string, out []string) *PatternError {
+	if len(out) == 0 || !strings.HasPrefix(strings.TrimSpace(out[0]), "regex parse error:") {
+		return nil
+	}
+	detail := "invalid pattern"
+	for _, l := range out[1:] {
+		if d, ok := strings.CutPrefix(strings.TrimSpace(l), "error: "); ok {
+			detail = d
+			break
+		}
+	}
+	return &PatternError{Pattern: pattern, Detail: detail}
+}
+
 // rgText is ripgrep's JSON for arbitrary data: UTF-8 text, or base64 bytes.
 type rgText struct {
 	Text  *string `json:"text"`
@@ -155,6 +173,9 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 		// Unreadable files: skipped, as the engine does.
 		return nil
 	case errors.As(err, &ee) && ee.Code == 2:
+		if pe := rgPatternError(q.Pattern, other); pe != nil {
+			return pe
+		}
 		if len(other) > 0 && strings.Contains(strings.Join(other, "\n"), "No such file or directory") {
 			return ops.PathError("stat", root, ops.ENOENT)
 		}
