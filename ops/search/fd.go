@@ -85,6 +85,11 @@ func FindWithFD(ctx context.Context, r ops.Runner, q *ops.FindQuery, fn func(rel
 		return nil
 	}
 	msg := strings.TrimSpace(strings.Join(other, "\n"))
+	if rest, ok := strings.CutPrefix(msg, "[fd error]: error parsing glob '"); ok {
+		if glob, detail, ok := strings.Cut(rest, "': "); ok {
+			return &GlobError{Glob: glob, Detail: detail}
+		}
+	}
 	if strings.Contains(msg, "is not a directory") || strings.Contains(msg, "does not exist") {
 		return ops.PathError("scandir", root, ops.ENOENT)
 	}
