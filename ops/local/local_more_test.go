@@ -123,7 +123,8 @@ func TestMissingShellIsStartError(t *testing.T) {
 		b := open(t, cfg)
 		err := b.Run(t.Context(), &ops.Cmd{Command: "true"})
 		var se *ops.StartError
-		if !errors.As(err, &se) || !errors.Is(err, fs.ErrNotExist) {
+		var pe *fs.PathError
+		if !errors.As(err, &se) || !errors.As(err, &pe) || ops.ErrnoOf(err) != ops.ENOENT {
 			t.Errorf("shim %v: Run with a missing shell = %v (%T), want a StartError (ENOENT)", b.Info().Has("shim"), err, err)
 		}
 	}

@@ -100,7 +100,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 			// since New): run plainly rather than fail the command.
 			return b.run(ctx, c, "")
 		}
-		return startError(dir, err)
+		return startError(dir, b.shell, err)
 	}
 	pgid := cmd.Process.Pid
 
@@ -230,10 +230,16 @@ func killGroup(pgid int) {
 	}
 }
 
-func startError(dir string, err error) error {
+// startError reports a failed start: Op "chdir" for the directory, "exec"
+// for the shell (as the shim reports it), as *fs.PathError values with an ops.Errno.
+func startError(dir, shell string, err error) error {
 	var pe *os.PathError
 	if errors.As(err, &pe) && pe.Op == "chdir" {
 		return &ops.StartError{Err: mapErr("chdir", dir, pe.Err)}
+	}
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return &ops.StartError{Err: mapErr("exec", shell, se)}
 	}
 	return &ops.StartError{Err: fmt.Errorf("local: start: %w", err)}
 }

@@ -35,7 +35,9 @@
 // The command ends (a) when PROGRAM has exited and the output pipe has then
 // been idle for --grace (default 100ms, pi's exit grace; re-armed on every
 // chunk) or reached EOF, or (b) on a kill request: SIGTERM, SIGINT or SIGHUP
-// to the shim, or a failed write to the shim's stdout (the reader is gone).
+// to the shim, or the reader of the shim's stdout going away (a failed
+// write, or POLLERR/POLLHUP on fd 1 while the command is silent: a dropped
+// connection).
 // Either way the shim then SIGKILLs every descendant (it walks /proc for
 // processes whose parent chain leads to it, repeatedly, until none is left;
 // zombies count as dead and are reaped), copies what is still buffered in the

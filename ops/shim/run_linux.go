@@ -113,6 +113,8 @@ func runMain(args []string, stderr io.Writer) int {
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- cp.copy(os.Stdout, pr) }()
 
+	hangup := watchHangup(int(os.Stdout.Fd()))
+
 	var (
 		status   syscall.WaitStatus
 		exited   bool
@@ -147,6 +149,8 @@ loop:
 			}
 		case <-sigs:
 			break loop
+		case <-hangup: // the reader went away while the command was silent
+			break loop
 		case <-graceC:
 			if cp.busy.Load() || pending(pr) { // not idle: our reader is slow or starved
 				graceT.Reset(*grace)
@@ -171,6 +175,32 @@ loop:
 		raise(status.Signal())
 	}
 	return exitStatus(status)
+}
+
+// watchHangup reports when the reader of fd (the shim's stdout) has gone
+// away — a dropped ssh connection, a killed docker exec — even while the
+// command writes nothing: poll with no requested events reports only
+// POLLERR, POLLHUP and POLLNVAL. The goroutine blocks in poll for the
+// shim's life.
+func watchHangup(fd int) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() {
+		fds := []unix.PollFd{{Fd: int32(fd)}}
+		for {
+			n, err := unix.Poll(fds, -1)
+			if errors.Is(err, syscall.EINTR) {
+				continue
+			}
+			if err != nil {
+				return // no way to watch: rely on the failed write
+			}
+			if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
+				close(ch)
+				return
+			}
+		}
+	}()
+	return ch
 }
 
 // exitStatus is the shell convention: the exit code, or 128+n for signal n.

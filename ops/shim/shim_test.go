@@ -194,7 +194,16 @@ func TestOutputAfterExitIsCopied(t *testing.T) {
 }
 
 func TestReaderGoneKillsTree(t *testing.T) {
-	cmd := shimCmd(t, "run", "--", "/bin/sh", "-c", "setsid sleep 300 >/dev/null 2>&1 & echo $!; while :; do echo x; sleep 0.01; done")
+	t.Run("Writing", func(t *testing.T) {
+		testReaderGone(t, "setsid sleep 300 >/dev/null 2>&1 & echo $!; while :; do echo x; sleep 0.01; done")
+	})
+	t.Run("Silent", func(t *testing.T) {
+		testReaderGone(t, "setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 300")
+	})
+}
+
+func testReaderGone(t *testing.T, script string) {
+	cmd := shimCmd(t, "run", "--", "/bin/sh", "-c", script)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
