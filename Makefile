@@ -39,6 +39,7 @@ bench: build
 faults: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
 	bin/pibench faults -bin $(BIN) $(FAULTFLAGS)
+	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with
 # `pi-sandbox run` on the local backend, in a temporary copy, then check its tests pass.
