@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
@@ -99,28 +100,28 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 	}
 	sortNames(names)
 
+	// Walk the sorted names as pi does, stopping once limit entries are
+	// collected; the stats of a stretch of names run concurrently (each is
+	// a round trip on a remote target) and are used in order.
 	var out []string
-	limitReached := false
-	for _, name := range names {
-		if len(out) >= limit {
-			limitReached = true
-			break
-		}
+	i := 0
+	for i < len(names) && len(out) < limit {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}
-		fi, err := t.fsys.Stat(ctx, path.Join(dir, name))
+		batch := names[i:min(len(names), i+min(limit-len(out), lsStatBatch))]
+		entries, err := t.statAll(ctx, dir, batch)
 		if err != nil {
-			if errors.Is(err, ops.ErrTransport) {
-				return nil, err
+			return nil, err
+		}
+		for _, e := range entries {
+			if e != "" {
+				out = append(out, e)
 			}
-			continue // pi drops entries it cannot stat (broken links)
 		}
-		if fi.IsDir() {
-			name += "/"
-		}
-		out = append(out, name)
+		i += len(batch)
 	}
+	limitReached := len(out) >= limit && i < len(names)
 	if len(out) == 0 {
 		return loop.TextResult("(empty directory)", nil), nil
 	}
@@ -142,6 +143,46 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 		return loop.TextResult(text, details), nil
 	}
 	return loop.TextResult(text, nil), nil
+}
+
+// lsStatBatch and lsStatParallel bound the stats in flight.
+const (
+	lsStatBatch    = 64
+	lsStatParallel = 8
+)
+
+// statAll stats dir/name for each name (following symbolic links) and
+// returns the display names in order: "name/" for a directory, "" for an
+// entry whose stat failed (pi drops those silently: broken links vanish).
+// A transport failure fails the listing.
+func (t *lsTool) statAll(ctx context.Context, dir string, names []string) ([]string, error) {
+	out := make([]string, len(names))
+	errs := make([]error, len(names))
+	sem := make(chan struct{}, lsStatParallel)
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fi, err := t.fsys.Stat(ctx, path.Join(dir, name))
+			switch {
+			case err != nil:
+				errs[i] = err
+			case fi.IsDir():
+				out[i] = name + "/"
+			default:
+				out[i] = name
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if errors.Is(err, ops.ErrTransport) {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 // sortNames orders names as pi's ls does, a.toLowerCase().localeCompare(

@@ -109,3 +109,37 @@ func TestSortNamesCollation(t *testing.T) {
 		t.Errorf("order: %s", got)
 	}
 }
+
+// Broken links spread over several stat batches: the limit counts only
+// listed entries, and a remaining name (even one that would be dropped)
+// makes the notice appear, as in pi's sequential walk.
+func TestLsLimitAcrossBatches(t *testing.T) {
+	m := memfs.New()
+	var files []string
+	for i := range 200 {
+		name := fmt.Sprintf("e%03d", i)
+		m.AddFile("/work/d/"+name, nil, 0o644)
+		m.AddSymlink("missing", "/work/d/"+name+"b")
+		files = append(files, name)
+	}
+	ls := NewLs(m, m.Info())
+	for _, c := range []struct {
+		limit  int
+		text   string
+		notice bool
+	}{
+		{100, strings.Join(files[:100], "\n"), true},
+		{199, strings.Join(files[:199], "\n"), true},
+		{200, strings.Join(files, "\n"), true}, // "e199b" remains
+		{201, strings.Join(files, "\n"), false},
+	} {
+		text, details, _, _ := call(t, context.Background(), ls, fmt.Sprintf(`{"path":"d","limit":%d}`, c.limit))
+		want := c.text
+		if c.notice {
+			want += fmt.Sprintf("\n\n[%d entries limit reached. Use limit=%d for more]", c.limit, 2*c.limit)
+		}
+		if text != want || (details != "") != c.notice {
+			t.Errorf("limit %d: %s %s", c.limit, trunc(text), details)
+		}
+	}
+}
