@@ -57,12 +57,20 @@ func buildBusybox(ctx context.Context, b *Builder, ref string) error {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
 	now := time.Unix(0, 0)
+	var werr error // the first tar error; later writes are no-ops
+	header := func(h *tar.Header) {
+		if werr == nil {
+			werr = tw.WriteHeader(h)
+		}
+	}
 	dir := func(name string, mode int64, uid int) {
-		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: now})
+		header(&tar.Header{Typeflag: tar.TypeDir, Name: name + "/", Mode: mode, Uid: uid, Gid: uid, ModTime: now})
 	}
 	file := func(name string, mode int64, data []byte) {
-		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: now})
-		tw.Write(data)
+		header(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: mode, Size: int64(len(data)), ModTime: now})
+		if werr == nil {
+			_, werr = tw.Write(data)
+		}
 	}
 	for _, d := range []string{"bin", "sbin", "usr", "usr/bin", "usr/sbin", "usr/local", "usr/local/bin",
 		"etc", "home", "var", "var/lib", "dev", "proc", "sys", "run"} {
@@ -90,8 +98,11 @@ func buildBusybox(ctx context.Context, b *Builder, ref string) error {
 		default:
 			continue
 		}
-		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: l, Linkname: "/bin/busybox", Mode: 0o777, ModTime: now})
+		header(&tar.Header{Typeflag: tar.TypeSymlink, Name: l, Linkname: "/bin/busybox", Mode: 0o777, ModTime: now})
 		n++
+	}
+	if werr != nil {
+		return werr
 	}
 	if err := tw.Close(); err != nil {
 		return err
