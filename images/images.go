@@ -6,6 +6,21 @@
 // The list of images is a table: each recipe registers itself from its own
 // file (busybox.go, debian.go; the ssh tests add pi-sandbox/sshd the same
 // way), and [Builder.Ensure] builds what is missing, dependencies first.
+//
+// A Debian-based image is one call; pi-sandbox/sshd, for example:
+//
+//	pkgs := append(slices.Clone(images.DebianPackages), "openssh-server")
+//	images.Register(images.Image{
+//		Name: "pi-sandbox/sshd",
+//		Key:  func() ([]byte, error) { return images.DebianKey("sshd v1", pkgs) },
+//		Build: func(ctx context.Context, b *images.Builder, ref string) error {
+//			return b.BuildDebian(ctx, ref, pkgs, `rm -f "$1"/etc/ssh/ssh_host_*`)
+//		},
+//	})
+//
+// Building needs the engine, Debian's busybox-static (/bin/busybox), and
+// for the Debian images mmdebstrap (or debootstrap), root, and the apt
+// mirror the host uses.
 package images
 
 import (
