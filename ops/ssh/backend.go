@@ -108,12 +108,13 @@ func (b *Backend) probe(ctx context.Context) error {
 		}
 	}
 	info := ops.Info{
-		Backend:  "ssh",
-		Home:     kv["home"],
-		User:     kv["user"],
-		UID:      atoiOr(kv["uid"], -1),
-		GID:      atoiOr(kv["gid"], -1),
-		SpillDir: kv["spill"],
+		Backend:      "ssh",
+		Capabilities: []string{"grep", "find", "linecount"},
+		Home:         kv["home"],
+		User:         kv["user"],
+		UID:          atoiOr(kv["uid"], -1),
+		GID:          atoiOr(kv["gid"], -1),
+		SpillDir:     kv["spill"],
 	}
 	for _, g := range strings.Fields(kv["groups"]) {
 		if n, err := strconv.Atoi(g); err == nil {
