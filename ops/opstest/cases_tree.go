@@ -22,16 +22,19 @@ func treeCases() []testCase {
 }
 
 // requireShim skips a case that only a backend with the shim can pass.
-func requireShim(t testing.TB, b ops.Backend) {
+func requireShim(t testing.TB, ctx context.Context, b ops.Backend) {
 	if !b.Info().Has("shim") {
 		t.Skip("no shim: a process that calls setsid escapes a process-group kill (see Info.Limits)")
+	}
+	if out, _ := run(ctx, b, "", "command -v setsid"); out == "" {
+		t.Skip("no setsid command in the target")
 	}
 }
 
 func testCancelKillsTree(command string, needShim bool) caseFunc {
 	return func(t testing.TB, ctx context.Context, b ops.Backend) {
 		if needShim {
-			requireShim(t, b)
+			requireShim(t, ctx, b)
 		}
 		dir := scratch(t, ctx, b)
 		cctx, cancel := context.WithCancelCause(ctx)
@@ -102,7 +105,7 @@ func testBackgroundKilledAtExit(t testing.TB, ctx context.Context, b ops.Backend
 }
 
 func testSetsidAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
-	requireShim(t, b)
+	requireShim(t, ctx, b)
 	dir := scratch(t, ctx, b)
 	out, err := run(ctx, b, dir, "setsid sleep 300 >/dev/null 2>&1 & echo $! > pids; setsid sleep 300 & echo $! >> pids; echo done")
 	if err != nil || out != "done\n" {

@@ -21,6 +21,11 @@
 // under Info().WorkDir, which it removes afterwards. Cases use only the ops
 // interfaces — shell commands run through Run are written for busybox sh as
 // well as bash — so the same suite runs against containers and remote hosts.
+// The target needs a POSIX shell and these commands (busybox has them
+// all): cat, chmod, cut, head, id, kill, ln, ls, mkdir, printf, rm, sed,
+// sleep (with fractions), test, umask, wc, yes, awk; setsid for the setsid
+// cases, which skip without it. /proc must be mounted.
+//
 // Process-tree checks go through a second Run (kill -0, with zombies counted
 // as dead). Each case has a watchdog: when it overruns, its context is
 // canceled and the goroutines are dumped, instead of a silent hang.

@@ -147,6 +147,15 @@ func (d demuxed) Run(ctx context.Context, c *ops.Cmd) error {
 	return err
 }
 
+// claimsShim says it has the shim but kills by process group only.
+type claimsShim struct{ ops.Backend }
+
+func (c claimsShim) Info() ops.Info {
+	i := c.Backend.Info()
+	i.Capabilities = append(i.Capabilities, "shim")
+	return i
+}
+
 // reversed lists directories in reverse order.
 type reversed struct{ ops.Backend }
 
@@ -168,6 +177,8 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 	}{
 		{"GrandchildSurvives", func(b *local.Backend) ops.Backend { return leaky{b} }, true,
 			[]string{"Run/CancelKillsTree", "Run/BackgroundKilledAtExit"}},
+		{"SetsidEscapes", func(b *local.Backend) ops.Backend { return claimsShim{b} }, true,
+			[]string{"Run/SetsidEscapeeDiesOnCancel", "Run/SetsidEscapeeDiesAtExit"}},
 		{"BareErrNotExist", func(b *local.Backend) ops.Backend { return bareErrs{b} }, false,
 			[]string{"Open/NotExist", "Stat/NotExist", "RealPath/MissingParent"}},
 		{"OutputReordered", func(b *local.Backend) ops.Backend { return demuxed{b} }, false,
@@ -178,7 +189,8 @@ func TestSuiteCatchesBrokenBackends(t *testing.T) {
 		for _, name := range tt.cases {
 			t.Run(tt.broken+"/"+name, func(t *testing.T) {
 				t.Parallel()
-				good := runCase(t, name, newLocal(t, local.Config{NoShim: tt.noShim}))
+				// The working backend has the shim whenever the case needs it.
+				good := runCase(t, name, newLocal(t, local.Config{NoShim: tt.noShim && !strings.Contains(name, "Setsid")}))
 				if good.Failed() || good.Skipped() {
 					t.Fatalf("case fails or skips on the working backend: %s", strings.Join(good.log, "\n"))
 				}
