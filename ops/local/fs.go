@@ -165,7 +165,12 @@ func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	return realPath(name, 0)
+	p, err := realPath(name, 0)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		pe.Path = name // not the link target the recursion stopped at
+	}
+	return p, err
 }
 
 func realPath(name string, depth int) (string, error) {

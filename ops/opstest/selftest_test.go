@@ -20,6 +20,11 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
+func init() {
+	// An exec.Cmd that is never waited for panics with its creation stack.
+	os.Setenv("GODEBUG", "execwait=2")
+}
+
 func TestMain(m *testing.M) {
 	shim.Dispatch()
 	os.Exit(m.Run())
