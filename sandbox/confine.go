@@ -82,6 +82,9 @@ func Confine(ctx context.Context, b ops.Backend, roots []Root) (ops.Backend, err
 	return c, nil
 }
 
+// errDangling: a path goes through a symbolic link that resolves nowhere.
+var errDangling = errors.New("sandbox: dangling symbolic link")
+
 type confined struct {
 	b     ops.Backend
 	roots []Root
@@ -129,6 +132,12 @@ func (c *confined) resolve(ctx context.Context, name string, followLast bool) (s
 	for dir := path.Dir(name); ; dir = path.Dir(dir) {
 		rp, err := c.b.RealPath(ctx, dir)
 		if err == nil {
+			// The first missing element may be a dangling symbolic link
+			// the backend's RealPath did not follow.
+			first, _, _ := strings.Cut(rest, "/")
+			if _, err := c.b.Lstat(ctx, path.Join(rp, first)); err == nil {
+				return "", errDangling
+			}
 			return path.Join(rp, rest), nil
 		}
 		if c := ops.ErrnoOf(err); c != ops.ENOENT && c != ops.ENOTDIR {
@@ -143,8 +152,20 @@ func (c *confined) resolve(ctx context.Context, name string, followLast bool) (s
 
 func (c *confined) check(ctx context.Context, name string, write, followLast bool) error {
 	rp, err := c.resolve(ctx, name, followLast)
+	if errors.Is(err, errDangling) {
+		return &fs.PathError{Op: "confine", Path: name, Err: &OutsideRootError{Path: name, Resolved: "a dangling symbolic link", Roots: c.roots}}
+	}
 	if err != nil {
 		return err
+	}
+	// A resolved path never ends in a symbolic link; one that does is a
+	// dangling link the backend's RealPath appended unresolved (busybox
+	// readlink cannot follow it), and a write would create its target
+	// wherever it points.
+	if write && followLast {
+		if fi, err := c.b.Lstat(ctx, rp); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return &fs.PathError{Op: "confine", Path: name, Err: &OutsideRootError{Path: name, Resolved: "a dangling symbolic link", Roots: c.roots}}
+		}
 	}
 	for _, r := range c.roots {
 		if within(rp, r.Path) {

@@ -12,8 +12,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -146,7 +146,10 @@ func Cases() []Case {
 
 // Run opens a sandbox on newTarget's backend (confined to its working
 // directory and spill directory) and runs every case as a subtest. The
-// cases share the target: each uses its own names.
+// cases share the target: each uses its own names. After each case the
+// outside directory is compared with its state before the first case, by
+// a script run with the unconfined backend (find, sort, stat -c, md5sum,
+// ls: coreutils or busybox).
 func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -174,12 +177,15 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		t.Fatalf("sandboxtest: outside %s is not outside the working directory %s", o, w)
 	}
 
+	before, err := snapshot(ctx, raw, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(before, "./dir/inner.txt") {
+		t.Fatalf("sandboxtest: the snapshot misses the outside files:\n%s", before)
+	}
 	for i, tc := range Cases() {
 		t.Run(tc.Name, func(t *testing.T) {
-			before, err := snapshot(ctx, raw, o)
-			if err != nil {
-				t.Fatal(err)
-			}
 			for j, s := range tc.Setup {
 				res := run(ctx, l, fmt.Sprintf("s%d_%d", i, j), s, vars)
 				if res.IsError {
@@ -208,6 +214,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 			}
 			if d := diff(before, after); d != "" {
 				t.Errorf("the outside changed:\n%s", d)
+				before = after // blame the next change on its own case
 			}
 		})
 	}
@@ -306,69 +313,36 @@ func relPath(from, to string) string {
 	return strings.Join(parts, "/")
 }
 
-type entry struct {
-	mode    fs.FileMode
-	mtime   time.Time
-	content string
+// snapshotScript lists everything under the outside directory (the
+// current directory): name, mode, mtime with nanoseconds and size of each
+// entry, links not followed, an md5 of each regular file, then the names
+// beside it. One command, so remote backends pay one round trip.
+const snapshotScript = `find . -print | sort | while IFS= read -r f; do
+  stat -c '%n|%f|%y|%s' "$f" || exit 1
+  if [ -f "$f" ] && [ ! -L "$f" ]; then md5sum "$f" || exit 1; fi
+done
+ls -a ..`
+
+func snapshot(ctx context.Context, b ops.Backend, o string) (string, error) {
+	var out strings.Builder
+	if err := b.Run(ctx, &ops.Cmd{Command: snapshotScript, Dir: o, Output: &out}); err != nil {
+		return "", fmt.Errorf("sandboxtest: snapshot: %v: %s", err, out.String())
+	}
+	return out.String(), nil
 }
 
-// snapshot records every entry under o (recursively, links not followed)
-// and the names beside o.
-func snapshot(ctx context.Context, b ops.Backend, o string) (map[string]entry, error) {
-	snap := map[string]entry{}
-	parent, err := b.ReadDir(ctx, path.Dir(o))
-	if err != nil {
-		return nil, err
-	}
-	for _, e := range parent {
-		snap["../"+e.Name()] = entry{}
-	}
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		es, err := b.ReadDir(ctx, dir)
-		if err != nil {
-			return err
-		}
-		for _, e := range es {
-			p := path.Join(dir, e.Name())
-			fi, err := b.Lstat(ctx, p)
-			if err != nil {
-				return err
-			}
-			en := entry{mode: fi.Mode(), mtime: fi.ModTime()}
-			switch {
-			case fi.IsDir():
-				if err := walk(p); err != nil {
-					return err
-				}
-			case fi.Mode().IsRegular():
-				data, err := ops.ReadFile(ctx, b, p)
-				if err != nil {
-					return err
-				}
-				en.content = string(data)
-			}
-			snap[strings.TrimPrefix(p, o)] = en
-		}
-		return nil
-	}
-	return snap, walk(o)
-}
-
-func diff(a, b map[string]entry) string {
+// diff lists the lines only one of the snapshots has.
+func diff(a, b string) string {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
 	var out []string
-	for k, ea := range a {
-		eb, ok := b[k]
-		switch {
-		case !ok:
-			out = append(out, "removed "+k)
-		case ea.mode != eb.mode || !ea.mtime.Equal(eb.mtime) || ea.content != eb.content:
-			out = append(out, fmt.Sprintf("changed %s: %v %v %q -> %v %v %q", k, ea.mode, ea.mtime, ea.content, eb.mode, eb.mtime, eb.content))
+	for _, l := range al {
+		if !slices.Contains(bl, l) {
+			out = append(out, "- "+l)
 		}
 	}
-	for k := range b {
-		if _, ok := a[k]; !ok {
-			out = append(out, "added "+k)
+	for _, l := range bl {
+		if !slices.Contains(al, l) {
+			out = append(out, "+ "+l)
 		}
 	}
 	return strings.Join(out, "\n")

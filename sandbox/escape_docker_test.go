@@ -1,0 +1,153 @@
+package sandbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/pi-sandbox/pi-sandbox/images"
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/sandboxtest"
+)
+
+const dockerImage = "pi-sandbox/busybox"
+
+func skipOrFail(t *testing.T, reason string) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatal(reason + "; CI=true requires it")
+	}
+	t.Skip(reason)
+}
+
+// upContainer starts a hardened busybox container (building the image when
+// missing, in seconds) and removes it when the test ends.
+func upContainer(t *testing.T) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cli, err := docker.NewClient()
+	if err == nil {
+		_, err = docker.Ping(ctx, cli)
+	}
+	if err != nil {
+		if cli != nil {
+			cli.Close()
+		}
+		skipOrFail(t, "no Docker engine: "+err.Error())
+	}
+	t.Cleanup(func() { cli.Close() })
+	if err := (&images.Builder{Client: cli}).Ensure(ctx, dockerImage); err != nil {
+		skipOrFail(t, "image "+dockerImage+": "+err.Error())
+	}
+	id, err := docker.Up(ctx, docker.Config{Image: dockerImage, Labels: map[string]string{"pi-sandbox.test": "sandbox-" + t.Name()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { downContainer(t, cli, id) })
+	return id
+}
+
+func downContainer(t *testing.T, cli *client.Client, id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := docker.Down(ctx, cli, id); err != nil {
+		t.Errorf("down: %v", err)
+	}
+}
+
+// containerDirs makes a work and an outside directory in the container's
+// /tmp through a first backend.
+func containerDirs(t *testing.T, id, base string) (work, outside string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	b, err := docker.New(ctx, docker.Config{Container: id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	work, outside = base+"/work", base+"/outside"
+	for _, d := range []string{work, outside} {
+		if err := b.MkdirAll(ctx, d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return work, outside
+}
+
+func TestEscapesDocker(t *testing.T) {
+	id := upContainer(t)
+	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
+		w, o := containerDirs(t, id, "/tmp/esc")
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		b, err := docker.New(ctx, docker.Config{Container: id, WorkDir: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sandboxtest.Target{Backend: b, Outside: o}
+	})
+}
+
+// TestOpenContainer opens a sandbox in an existing container: the tools
+// work, confinement applies, only allow-listed host variables pass, and
+// Close leaves the container running.
+func TestOpenContainer(t *testing.T) {
+	id := upContainer(t)
+	w, o := containerDirs(t, id, "/tmp/oc")
+	t.Setenv("PI_DOCKER_PASS", "passed")
+	t.Setenv("PI_DOCKER_HIDDEN", "hidden")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := sandbox.OpenContainer(ctx, id, sandbox.Config{WorkDir: w, Policy: sandbox.Policy{
+		Env:      sandbox.EnvPolicy{Allow: []string{"PI_DOCKER_PASS"}},
+		Commands: sandbox.CommandRules{Deny: []sandbox.Rule{{Prefix: "wget"}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sb.NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	callTool := func(name, args string) (string, bool) {
+		b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: name, Arguments: json.RawMessage(args)}}, nil)
+		var s strings.Builder
+		for _, c := range b.Results[0].Result.Content {
+			s.WriteString(c.Text)
+		}
+		return s.String(), b.Results[0].Result.IsError
+	}
+	if got, isErr := callTool("bash", `{"command":"echo \"$PI_DOCKER_PASS|${PI_DOCKER_HIDDEN-unset}|$(pwd)\""}`); isErr || got != "passed|unset|"+w+"\n" {
+		t.Errorf("bash: %q", got)
+	}
+	if got, isErr := callTool("bash", `{"command":"wget http://example.com"}`); !isErr || got != `Command blocked by policy: deny prefix "wget"` {
+		t.Errorf("policy: %q", got)
+	}
+	if got, isErr := callTool("write", `{"path":"a.txt","content":"hi"}`); isErr {
+		t.Errorf("write: %q", got)
+	}
+	if got, isErr := callTool("read", `{"path":"a.txt"}`); isErr || got != "hi" {
+		t.Errorf("read: %q", got)
+	}
+	if got, isErr := callTool("write", `{"path":"`+o+`/x","content":"pwned"}`); !isErr || !strings.Contains(got, "outside the sandbox") {
+		t.Errorf("outside write: %q", got)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The container is still there and usable.
+	again, err := sandbox.OpenContainer(ctx, id, sandbox.Config{WorkDir: w})
+	if err != nil {
+		t.Fatalf("reopen after Close: %v", err)
+	}
+	again.Close()
+}
