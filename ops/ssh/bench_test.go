@@ -41,6 +41,19 @@ func BenchmarkRunTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkRunTrueSlowRC logs in as a user whose ~/.bashrc takes 300 ms
+// (pyenv, nvm and conda inits cost that much): sshd runs every exec request
+// through the login shell, so every command pays it.
+func BenchmarkRunTrueSlowRC(b *testing.B) {
+	be, _ := benchBackend(b, sshtest.Options{BashRC: "sleep 0.3"})
+	ctx := context.Background()
+	for b.Loop() {
+		if err := be.Run(ctx, &ops.Cmd{Command: "true"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkRunTrueCurrentUser logs in as the user running the test (root
 // in CI), whose rc files may be slow: the login-shell cost per command.
 func BenchmarkRunTrueCurrentUser(b *testing.B) {

@@ -21,6 +21,11 @@ import (
 // caller learns that no orphan holds the output, without waiting for the
 // exit grace.
 //
+// SHLVL=1 keeps the command's bash from sourcing ~/.bashrc a second time:
+// bash does that when SSH_CLIENT is set and it thinks it is the top-level
+// shell, and the login shell's exec reset SHLVL. What the login shell's rc
+// file exported (PATH from nvm or pyenv) is inherited anyway.
+//
 // With a shim (ops/shim, uploaded by New) the session leader is the shim,
 // which also kills processes that called setsid themselves; its own
 // reports ("pi-sandbox-shim: exited N", "pi-sandbox-shim: start: ...") join
@@ -38,6 +43,7 @@ printf 'start chdir %s\n' "$e" >&3; exit 127
 fi
 command -v setsid >/dev/null || { printf 'start setsid\n' >&3; exit 127; }
 s=$2 c=$3 x=$4; shift 4
+SHLVL=1; export SHLVL
 for kv; do export "$kv"; done
 {
 if [ -n "$x" ]; then

@@ -95,6 +95,10 @@ type Options struct {
 	CurrentUser bool
 	// Extra lines for sshd_config.
 	Extra []string
+	// BashRC, when set, is written to the throwaway user's ~/.bashrc (bash
+	// sources it for every command sshd runs), e.g. "sleep 0.3" to measure
+	// what a slow rc file costs per command.
+	BashRC string
 }
 
 // Start starts sshd with default Options and stops it when the test ends.
@@ -115,6 +119,13 @@ func StartWith(t testing.TB, o Options) *Server {
 		os.MkdirAll("/run/sshd", 0o755)
 		if !o.CurrentUser {
 			s.createUser()
+		}
+		if s.Dedicated && o.BashRC != "" {
+			rc := filepath.Join(s.Home, ".bashrc")
+			if err := os.WriteFile(rc, []byte(o.BashRC+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			chownUser(t, rc, s.User)
 		}
 	}
 	hostPub := s.writeKeys()
