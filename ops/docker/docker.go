@@ -156,6 +156,8 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		OS:      strings.ToLower(kv["os"]),
 		Arch:    goarch(kv["arch"]),
 		Shell:   kv["shell"],
+		// CountLines runs wc -l in the container.
+		Capabilities: []string{"linecount"},
 	}
 	if info.Shell == "" {
 		info.Shell = "/bin/sh"
