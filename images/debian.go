@@ -96,7 +96,7 @@ func (b *Builder) BuildDebian(ctx context.Context, ref string, pkgs []string, ex
 		return err
 	}
 	hook := debianHook + extraHook
-	if p, err := exec.LookPath("mmdebstrap"); err == nil {
+	if p, err := exec.LookPath("mmdebstrap"); err == nil && b.Bootstrapper != "debootstrap" {
 		args := []string{"--variant=minbase", "--include=" + strings.Join(pkgs, ","),
 			"--customize-hook=" + hook, "--format=tar", DebianSuite, "-"}
 		args = append(args, srcs...)

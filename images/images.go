@@ -110,6 +110,10 @@ type Builder struct {
 	Progress io.Writer
 	// Force rebuilds images whose content tag is present.
 	Force bool
+	// Bootstrapper is "mmdebstrap" or "debootstrap" for the Debian images.
+	// Zero: mmdebstrap when installed (faster; streams a tar), else
+	// debootstrap.
+	Bootstrapper string
 }
 
 func (b *Builder) logf(format string, args ...any) {

@@ -165,6 +165,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if info.Home == "" {
 		info.Home = "/"
 	}
+	if !b.ephemeral {
+		info.Limits = append(info.Limits, "an existing container is used as it is: the hardened profile is whatever it was started with")
+	}
 	if kv["workdir"] != "ok" {
 		return fmt.Errorf("docker: working directory %s does not exist in the container", cfg.WorkDir)
 	}
