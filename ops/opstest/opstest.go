@@ -40,6 +40,7 @@ func allCases() []testCase {
 	cs = append(cs, runCases()...)
 	cs = append(cs, treeCases()...)
 	cs = append(cs, searchCases()...)
+	cs = append(cs, moreCases()...)
 	return cs
 }
 
