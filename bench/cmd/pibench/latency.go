@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -98,6 +97,8 @@ func setupFixtures(ctx context.Context, e *env) error {
 // callTool runs one call through the loop pipeline and turns an error result
 // into an error.
 func callTool(ctx context.Context, lp *loop.Loop, name, args string) (*loop.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	b := lp.RunBatch(ctx, nil, []loop.ToolCall{{ID: "b1", Name: name, Arguments: json.RawMessage(args)}}, nil)
 	r := b.Results[0].Result
 	if r.IsError {
@@ -121,6 +122,8 @@ func resultText(r *loop.Result) string {
 // cliTool runs `pi-sandbox tool FLAGS NAME ARGS` and checks it printed a
 // result that is not an error.
 func cliTool(ctx context.Context, o *options, e *env, name, args string) (*os.ProcessState, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
 	cmd := exec.CommandContext(ctx, o.bin, append(append([]string{"tool"}, e.cli...), name, args)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -164,4 +167,5 @@ type countWriter struct{ n int64 }
 
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
-var errSkip = errors.New("skipped")
+// callTimeout bounds one call (a hang shows as an error, not a stuck run).
+const callTimeout = 120 * time.Second

@@ -64,6 +64,8 @@ type stats struct {
 	MinMs float64 `json:"minMs"`
 	Errs  int     `json:"errors,omitempty"`
 	Err   string  `json:"firstError,omitempty"`
+	// Budget says the op stopped early.
+	Budget string `json:"budget,omitempty"`
 }
 
 func summarize(ds []time.Duration) stats {
@@ -90,7 +92,13 @@ func timeN(p *progress, label string, n int, f func(i int) error) stats {
 	}
 	var ds []time.Duration
 	errs, first := 0, ""
+	start := time.Now()
+	budgetHit := false
 	for i := range n {
+		if time.Since(start) > opBudget && i >= 5 {
+			budgetHit = true
+			break
+		}
 		t := time.Now()
 		err := f(i)
 		d := time.Since(t)
@@ -106,8 +114,15 @@ func timeN(p *progress, label string, n int, f func(i int) error) stats {
 	}
 	s := summarize(ds)
 	s.Errs, s.Err = errs, first
+	if budgetHit {
+		s.Budget = fmt.Sprintf("stopped after %d of %d calls (%s budget per op)", len(ds)+errs, n, opBudget)
+	}
 	return s
 }
+
+// opBudget bounds the time spent on one op, so a slow path cannot take the
+// run past its time limit; the figures then rest on fewer calls, and say so.
+var opBudget = 60 * time.Second
 
 func ratio(a, b float64) float64 {
 	if b <= 0 || a <= 0 {

@@ -171,6 +171,9 @@ func statCell(s *stats) string {
 	if s.Errs > 0 {
 		c += fmt.Sprintf(" (%d errors: %s)", s.Errs, cellText(s.Err))
 	}
+	if s.Budget != "" {
+		c += " (n=" + fmt.Sprint(s.N) + ": " + s.Budget + ")"
+	}
 	return c
 }
 

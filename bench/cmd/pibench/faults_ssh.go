@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
+)
+
+// sshFaults cuts connections through a proxy and restarts sshd under
+// running commands and uploads.
+func sshFaults(ctx context.Context, o *options, p *progress, e *env, n int) []scenResult {
+	var rows []scenResult
+	s := e.sshd
+	px, err := startProxy(s.Addr())
+	if err != nil {
+		return []scenResult{{Backend: "ssh", Scenario: "connection cut", Skipped: err.Error()}}
+	}
+	defer px.Close()
+	cfg := s.Config()
+	cfg.Port = px.Port()
+	cfg.KnownHostsFile = s.KnownHostsFor(e.tb, px.Addr())
+	cfg.WorkDir = e.work
+	cfg.ShimBinary = o.bin
+	pb, err := sshops.New(ctx, cfg)
+	if err != nil {
+		return []scenResult{{Backend: "ssh", Scenario: "connection cut", Skipped: err.Error()}}
+	}
+	defer pb.Close()
+
+	// A command running when the connection is cut: the call fails with a
+	// transport error, promptly; the next call reconnects; the tree dies.
+	t := newTagger()
+	p.step("ssh: connection cut mid-command ×%d", n)
+	r := trials(p, "ssh cut", n, 1, func(i int) trialOut {
+		return inFlightFault(ctx, pb, t, i, px.Cut)
+	})
+	time.Sleep(2 * time.Second)
+	r.Survivors, r.Note = countSurvivors(ctx, e.raw, t)
+	r.Backend, r.Scenario = "ssh", "connection cut mid-command (proxy; setsid every other trial), then a call on the same backend"
+	rows = append(rows, r)
+
+	// An upload cut part way: the file is old or new, whole.
+	name := e.path("faults-cut.bin")
+	oldData, newData := pattern(8<<20, 'o'), pattern(8<<20, 'n')
+	p.step("ssh: connection cut mid-upload ×%d", n)
+	r = trials(p, "ssh cut upload", n, 1, func(i int) trialOut {
+		if err := e.raw.WriteFile(ctx, name, oldData, 0o644); err != nil {
+			return trialOut{fail: "setup: " + err.Error()}
+		}
+		px.CutAfter(int64(1+i%8) << 20)
+		ch := make(chan error, 1)
+		go func() { ch <- pb.WriteFile(ctx, name, newData, 0o644) }()
+		werr, lat, hung := await(ch)
+		out := trialOut{lat: lat, hang: hung}
+		if !hung && werr != nil && !errors.Is(werr, ops.ErrTransport) {
+			out.fail = fmt.Sprintf("want success or a transport error, got %v", werr)
+		}
+		px.CutAfter(1 << 62) // disarm
+		out.lost, _ = checkWhole(ctx, e.raw, name, oldData, newData)
+		return out
+	})
+	r.Backend, r.Scenario = "ssh", "connection cut mid-upload (8 MiB, cut after 1–8 MiB): old or new content"
+	r.Note = "return time counted from the start of the upload"
+	rows = append(rows, r)
+
+	// sshd restarted (every connection dropped, listener back on the same
+	// port) under a running command.
+	t = newTagger()
+	p.step("ssh: sshd restarted mid-command ×%d", n)
+	r = trials(p, "ssh restart", n, 1, func(i int) trialOut {
+		return inFlightFault(ctx, pb, t, i, func() { restartSSHD(e) })
+	})
+	time.Sleep(2 * time.Second)
+	r.Survivors, r.Note = countSurvivors(ctx, e.raw, t)
+	r.Backend, r.Scenario = "ssh", "sshd restarted mid-command, then a call on the same backend"
+	rows = append(rows, r)
+	return rows
+}
+
+// restartSSHD restarts the server, turning a harness failure into nothing
+// (the next trial's call reports it).
+func restartSSHD(e *env) {
+	defer func() { recover() }()
+	e.sshd.Restart()
+}
+
+// inFlightFault starts a tree, applies fault once it is ready, and expects a
+// prompt transport error, then a working next call.
+func inFlightFault(ctx context.Context, b ops.Backend, t tagger, i int, fault func()) trialOut {
+	rs := newReadySink()
+	ch := runAsync(ctx, b, &ops.Cmd{Command: treeCmd(t, i, i%2 == 1), Output: rs})
+	select {
+	case <-rs.ready:
+	case err := <-ch:
+		return trialOut{fail: fmt.Sprintf("returned before the fault: %v", err)}
+	case <-time.After(hangLimit):
+		return trialOut{notReady: true, fail: "not ready"}
+	}
+	fault()
+	err, lat, hung := await(ch)
+	out := trialOut{lat: lat, hang: hung}
+	if !hung && !errors.Is(err, ops.ErrTransport) {
+		out.fail = fmt.Sprintf("want a transport error, got %v", err)
+	}
+	// The next call reconnects (one attempt: DESIGN §3).
+	ch2 := runAsync(ctx, b, &ops.Cmd{Command: "true", Timeout: 20 * time.Second})
+	next, _, hung2 := await(ch2)
+	if hung2 {
+		out.hang = true
+	} else if next != nil && out.fail == "" {
+		out.fail = fmt.Sprintf("next call after the fault: %v", next)
+	}
+	return out
+}
+
+func countSurvivors(ctx context.Context, b ops.Backend, t tagger) (int, string) {
+	n, live, err := survivors(ctx, b, t)
+	if err != nil {
+		return n, err.Error()
+	}
+	if n > 0 {
+		return n, "e.g. " + live[0]
+	}
+	return 0, ""
+}
