@@ -187,7 +187,11 @@ func TestServeGoSDKClient(t *testing.T) {
 	serveEnv(t)
 	dir := t.TempDir()
 	gc := &goSDKClient{progress: map[string][]string{}}
+	logs := make(chan string, 16)
 	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			logs <- fmt.Sprintf("%s %v", req.Params.Level, req.Params.Data)
+		},
 		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
 			gc.mu.Lock()
 			defer gc.mu.Unlock()
@@ -210,6 +214,74 @@ func TestServeGoSDKClient(t *testing.T) {
 	}()
 	gc.cs = cs
 	checkMCP(t, gc, dir)
+
+	// A blocked call is also reported as a log message once the client
+	// asked for them (logging/setLevel, for older protocol versions).
+	if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+		t.Fatal(err)
+	}
+	// Protocol 2026-07-28 takes the level from each request's _meta.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{
+		Meta:      mcp.Meta{mcp.MetaKeyLogLevel: "info"},
+		Name:      "bash",
+		Arguments: map[string]any{"command": "shutdown now"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-logs:
+		if want := `warning bash call blocked: Command blocked by policy: deny prefix "shutdown"`; got != want {
+			t.Errorf("log message %q, want %q", got, want)
+		}
+	case <-ctx.Done():
+		t.Fatal("no log message for a blocked call")
+	}
+
+	// Cancelling a request (notifications/cancelled) kills the command.
+	cctx, ccancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := gc.call(cctx, "bash", map[string]any{"command": "echo $$ > pid; exec sleep 60"}, false)
+		done <- err
+	}()
+	pidFile := filepath.Join(dir, "pid")
+	pid := waitFor(t, func() string {
+		b, _ := os.ReadFile(pidFile)
+		if !bytes.HasSuffix(b, []byte("\n")) {
+			return ""
+		}
+		return strings.TrimSpace(string(b))
+	})
+	ccancel()
+	if err := <-done; err == nil {
+		t.Error("the cancelled call returned no error")
+	}
+	waitFor(t, func() string {
+		if _, err := os.Stat("/proc/" + pid); os.IsNotExist(err) {
+			return "gone"
+		}
+		return ""
+	})
+	// The server still answers.
+	if o, err := gc.call(ctx, "bash", map[string]any{"command": "echo after"}, false); err != nil || o.text() != "after\n" {
+		t.Errorf("after cancel: %+v, %v", o, err)
+	}
+}
+
+// waitFor polls f (every 10ms, up to 10s) until it returns non-empty: the
+// states it waits for are in another process, with nothing to wait on.
+func waitFor(t *testing.T, f func() string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if v := f(); v != "" {
+			return v
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("timed out waiting")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 type goSDKClient struct {
