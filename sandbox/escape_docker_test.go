@@ -27,9 +27,9 @@ func skipOrFail(t *testing.T, reason string) {
 	t.Skip(reason)
 }
 
-// upContainer starts a hardened busybox container (building the image when
-// missing, in seconds) and removes it when the test ends.
-func upContainer(t *testing.T) string {
+// needEngine returns a client of a reachable engine that has the busybox
+// image (built when missing, in seconds), or skips (fails under CI=true).
+func needEngine(t *testing.T) *client.Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -47,6 +47,16 @@ func upContainer(t *testing.T) string {
 	if err := (&images.Builder{Client: cli}).Ensure(ctx, dockerImage); err != nil {
 		skipOrFail(t, "image "+dockerImage+": "+err.Error())
 	}
+	return cli
+}
+
+// upContainer starts a hardened busybox container and removes it when the
+// test ends.
+func upContainer(t *testing.T) string {
+	t.Helper()
+	cli := needEngine(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	id, err := docker.Up(ctx, docker.Config{Image: dockerImage, Labels: map[string]string{"pi-sandbox.test": "sandbox-" + t.Name()}})
 	if err != nil {
 		t.Fatal(err)
@@ -150,4 +160,30 @@ func TestOpenContainer(t *testing.T) {
 		t.Fatalf("reopen after Close: %v", err)
 	}
 	again.Close()
+}
+
+// TestOpenDockerImage opens an ephemeral container the way --backend docker
+// --image does, with the policy's environment, and Close removes it.
+func TestOpenDockerImage(t *testing.T) {
+	needEngine(t)
+	t.Setenv("PI_DOCKER_PASS", "passed")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sb, err := sandbox.Open(ctx, sandbox.Config{Backend: "docker", Docker: sandbox.DockerConfig{Image: dockerImage},
+		Policy: sandbox.Policy{Env: sandbox.EnvPolicy{Allow: []string{"PI_DOCKER_PASS"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := sb.NewLoop()
+	if err != nil {
+		sb.Close()
+		t.Fatal(err)
+	}
+	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: "bash", Arguments: json.RawMessage(`{"command":"echo $PI_DOCKER_PASS; pwd; id -u"}`)}}, nil)
+	if got := b.Results[0].Result.Content[0].Text; got != "passed\n/workspace\n1000\n" {
+		t.Errorf("bash: %q", got)
+	}
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
 }
