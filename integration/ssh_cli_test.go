@@ -122,3 +122,41 @@ Host jumped
 		})
 	}
 }
+
+// TestSSHAgentAuth authenticates through ssh-agent (SSH_AUTH_SOCK), with
+// no identity file given.
+func TestSSHAgentAuth(t *testing.T) {
+	if _, err := exec.LookPath("ssh-agent"); err != nil {
+		skipOrFail(t, "ssh-agent not installed (apt-get install openssh-client)")
+	}
+	s := sshtest.Start(t)
+	sock := filepath.Join(t.TempDir(), "agent.sock")
+	agent := exec.Command("ssh-agent", "-D", "-a", sock)
+	out, err := agent.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { agent.Process.Kill(); agent.Wait() })
+	// ssh-agent -D prints its environment lines once the socket listens.
+	line := make([]byte, 256)
+	if _, err := out.Read(line); err != nil {
+		t.Fatalf("ssh-agent: %v", err)
+	}
+	add := exec.Command("ssh-add", s.IdentityFile)
+	add.Env = append(os.Environ(), "SSH_AUTH_SOCK="+sock)
+	if b, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("ssh-add: %v: %s", err, b)
+	}
+	t.Setenv("SSH_AUTH_SOCK", sock)
+	t.Setenv("HOME", t.TempDir()) // no default ~/.ssh/id_* keys
+	cfg := s.Config()
+	cfg.IdentityFiles = nil
+	cfg.NoAgent = false
+	b := openSSH(t, s, cfg)
+	if got := runOut(t, b, "echo agent"); got != "agent\n" {
+		t.Fatalf("output %q", got)
+	}
+}

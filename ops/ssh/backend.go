@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -21,6 +22,7 @@ type Backend struct {
 	cfg    Config
 	pool   *pool
 	owned  bool // the connections are ours to close
+	dialer *dialer
 	info   ops.Info
 	groups []int // the user's group IDs, for Access
 	// shimPath is the uploaded shim on the remote host, "" when commands
@@ -47,10 +49,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cfg: cfg, owned: true}
+	b := &Backend{cfg: cfg, owned: true, dialer: d}
 	b.pool = newPool(d.target.user+"@"+d.target.alias, d.dial, cfg)
 	if err := b.probe(ctx); err != nil {
 		b.pool.close(true)
+		d.close()
 		return nil, err
 	}
 	return b, nil
@@ -79,7 +82,8 @@ func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backen
 
 // probeScript reports what Info needs in one session and makes the spill
 // directory: disk-backed under the user's cache directory, else under
-// $TMPDIR.
+// $TMPDIR. $1 is the shim's content-addressed file name: when a working copy
+// is already next to the spill directories, no upload is needed.
 const probeScript = `h=$HOME
 printf 'home=%s\n' "$h"
 printf 'pwd=%s\n' "$(pwd)"
@@ -93,10 +97,15 @@ printf 'sh=%s\n' "$(command -v sh)"
 c=${XDG_CACHE_HOME:-$h/.cache}/pi-sandbox
 d=$(mkdir -p "$c" 2>/dev/null && mktemp -d "$c/spill.XXXXXXXX" 2>/dev/null) ||
 d=$(mktemp -d "${TMPDIR:-/tmp}/pi-sandbox-spill.XXXXXXXX")
-printf 'spill=%s\n' "$d"`
+printf 'spill=%s\n' "$d"
+x=${d%/*}/$1
+if [ -n "$1" ] && [ -x "$x" ] && "$x" __shim version 2>/dev/null | grep -q '^pi-sandbox-shim '; then
+printf 'shim=%s\n' "$x"
+fi`
 
 func (b *Backend) probe(ctx context.Context) error {
-	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript))
+	sh, shimErr := b.hostShim()
+	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript)+" probe "+shQuote(sh.name))
 	if err != nil {
 		return fmt.Errorf("sshops: probe: %w", err)
 	}
@@ -149,7 +158,7 @@ func (b *Backend) probe(ctx context.Context) error {
 		b.removeSpill()
 		return fmt.Errorf("sshops: working directory: %w", ops.PathError("chdir", info.WorkDir, ops.ENOTDIR))
 	}
-	b.setupShim(ctx)
+	b.setupShim(ctx, sh, shimErr, kv["shim"])
 	return nil
 }
 
@@ -167,6 +176,9 @@ func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		b.closeErr = b.removeSpill()
 		b.pool.close(b.owned)
+		if b.dialer != nil {
+			b.dialer.close()
+		}
 	})
 	return b.closeErr
 }
@@ -177,6 +189,10 @@ func (b *Backend) removeSpill() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), killWait)
 	defer cancel()
+	// SFTP first: it does not start a login shell.
+	if err := b.do(ctx, func(sc *sftp.Client, c *conn) error { return sc.RemoveAll(b.info.SpillDir) }); err == nil {
+		return nil
+	}
 	out, err := b.runShort(ctx, "rm -rf -- "+shQuote(b.info.SpillDir))
 	if err != nil {
 		return fmt.Errorf("sshops: remove spill directory: %w (%s)", err, bytes.TrimSpace(out))

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync"
 
 	"github.com/kevinburke/ssh_config"
 	"golang.org/x/crypto/ssh"
@@ -23,6 +24,35 @@ type dialer struct {
 	cfg    Config
 	sc     *ssh_config.Config
 	target endpoint
+
+	agentMu   sync.Mutex
+	agentConn net.Conn // one connection to the agent, reused by every dial
+	agent     agent.ExtendedAgent
+}
+
+// agentClient returns a client of the agent at sock, connecting once: the
+// signers it returns sign through that connection during the handshake.
+func (d *dialer) agentClient(sock string) (agent.ExtendedAgent, error) {
+	d.agentMu.Lock()
+	defer d.agentMu.Unlock()
+	if d.agentConn == nil {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			return nil, fmt.Errorf("sshops: agent: %w", err)
+		}
+		d.agentConn, d.agent = c, agent.NewClient(c)
+	}
+	return d.agent, nil
+}
+
+// close closes the agent connection.
+func (d *dialer) close() {
+	d.agentMu.Lock()
+	defer d.agentMu.Unlock()
+	if d.agentConn != nil {
+		d.agentConn.Close()
+		d.agentConn, d.agent = nil, nil
+	}
 }
 
 func newDialer(cfg Config) (*dialer, error) {
@@ -139,7 +169,7 @@ func (d *dialer) clientConfig(e endpoint) (*ssh.ClientConfig, error) {
 		cc.HostKeyCallback = cb
 		cc.HostKeyAlgorithms = algos
 	}
-	auth, err := authMethods(d.cfg, e)
+	auth, err := d.authMethods(d.cfg, e)
 	if err != nil {
 		return nil, err
 	}
@@ -208,7 +238,7 @@ func (probeKey) Marshal() []byte                     { return []byte("pi-sandbox
 func (probeKey) Verify([]byte, *ssh.Signature) error { return errors.New("probe") }
 func (probeKey) String() string                      { return "probe" }
 
-func authMethods(cfg Config, e endpoint) ([]ssh.AuthMethod, error) {
+func (d *dialer) authMethods(cfg Config, e endpoint) ([]ssh.AuthMethod, error) {
 	var signers []ssh.Signer
 	ids := e.identities
 	explicit := len(ids) > 0
@@ -246,13 +276,11 @@ func authMethods(cfg Config, e endpoint) ([]ssh.AuthMethod, error) {
 	}
 	if sock := os.Getenv("SSH_AUTH_SOCK"); sock != "" && !cfg.NoAgent {
 		methods = append(methods, ssh.PublicKeysCallback(func() ([]ssh.Signer, error) {
-			c, err := net.Dial("unix", sock)
+			a, err := d.agentClient(sock)
 			if err != nil {
 				return nil, err
 			}
-			// The agent connection stays open for the signing that follows;
-			// it is small and closed with the process.
-			return agent.NewClient(c).Signers()
+			return a.Signers()
 		}))
 	}
 	if len(methods) == 0 {

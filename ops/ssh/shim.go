@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/pkg/sftp"
 
@@ -18,14 +19,62 @@ import (
 
 const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
 
-// setupShim uploads the shim and records it; on any failure commands run
-// under the plain wrapper and Info.Limits says why.
-func (b *Backend) setupShim(ctx context.Context) {
+// hostShimBinary is the local shim binary and its content address.
+type hostShimBinary struct {
+	path string
+	name string // "shim-" + the first 16 hex digits of its SHA-256
+	data []byte
+}
+
+var (
+	shimCacheMu sync.Mutex
+	shimCache   = map[string]hostShimBinary{} // by path, size and mtime
+)
+
+// hostShim reads the binary to upload (once per path and version).
+func (b *Backend) hostShim() (hostShimBinary, error) {
+	if b.cfg.NoShim {
+		return hostShimBinary{}, nil
+	}
+	p := b.cfg.ShimBinary
+	if p == "" {
+		var err error
+		if p, err = shim.HostBinary(); err != nil {
+			return hostShimBinary{}, err
+		}
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return hostShimBinary{}, fmt.Errorf("shim binary: %w", err)
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", p, fi.Size(), fi.ModTime().UnixNano())
+	shimCacheMu.Lock()
+	defer shimCacheMu.Unlock()
+	if h, ok := shimCache[key]; ok {
+		return h, nil
+	}
+	data, err := os.ReadFile(p)
+	if err != nil {
+		return hostShimBinary{}, fmt.Errorf("read shim binary: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	h := hostShimBinary{path: p, name: "shim-" + hex.EncodeToString(sum[:8]), data: data}
+	shimCache[key] = h
+	return h, nil
+}
+
+// setupShim records the shim the probe found (found, its remote path), or
+// uploads it; on any failure commands run under the plain wrapper and
+// Info.Limits says why.
+func (b *Backend) setupShim(ctx context.Context, h hostShimBinary, hostErr error, found string) {
 	if b.cfg.NoShim {
 		b.info.Limits = append(b.info.Limits, noShimLimit+" (disabled)")
 		return
 	}
-	p, err := b.uploadShim(ctx)
+	p, err := found, hostErr
+	if err == nil && found == "" {
+		p, err = b.uploadShim(ctx, h)
+	}
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
 		return
@@ -34,38 +83,24 @@ func (b *Backend) setupShim(ctx context.Context) {
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
 }
 
-func (b *Backend) uploadShim(ctx context.Context) (string, error) {
-	host := b.cfg.ShimBinary
-	if host == "" {
-		var err error
-		if host, err = shim.HostBinary(); err != nil {
-			return "", err
-		}
-	}
+// uploadShim copies the binary by SFTP next to the spill directories (the
+// user's cache: disk-backed and, unlike many /tmp mounts, not noexec) under
+// its content address, and checks that it runs there.
+func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, error) {
 	if b.info.OS != "linux" {
 		return "", fmt.Errorf("remote OS is %q", b.info.OS)
 	}
-	data, err := os.ReadFile(host)
-	if err != nil {
-		return "", fmt.Errorf("read shim binary: %w", err)
+	if err := checkStaticELF(h.data, b.info.Arch); err != nil {
+		return "", fmt.Errorf("%s: %w", h.path, err)
 	}
-	if err := checkStaticELF(data, b.info.Arch); err != nil {
-		return "", fmt.Errorf("%s: %w", host, err)
-	}
-	sum := sha256.Sum256(data)
-	// Next to the spill directories: the user's cache, disk-backed and
-	// (unlike many /tmp mounts) not noexec; the version run proves it.
-	target := path.Join(path.Dir(b.info.SpillDir), "shim-"+hex.EncodeToString(sum[:8]))
-	err = b.do(ctx, func(sc *sftp.Client, c *conn) error {
-		if fi, err := sc.Stat(target); err == nil && fi.Size() == int64(len(data)) && fi.Mode().Perm()&0o100 != 0 {
-			return nil
-		}
+	target := path.Join(path.Dir(b.info.SpillDir), h.name)
+	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		tmp := target + "." + randHex(4) + ".tmp"
 		f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 		if err != nil {
 			return b.pathErr("open", tmp, err, c, sc, hintCreate)
 		}
-		_, werr := f.Write(data)
+		_, werr := f.Write(h.data)
 		if werr == nil {
 			werr = f.Chmod(0o755)
 		}
