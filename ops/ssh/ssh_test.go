@@ -12,18 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
 )
 
-var (
-	srvOnce sync.Once
-	srv     *sshtest.Server
-)
-
-// open starts one sshd for the package (on first use) and opens a backend
-// whose working directory is a fresh temporary directory.
+// open starts an sshd and opens a backend on it whose working directory is
+// a fresh temporary directory.
 func open(t *testing.T) *sshops.Backend {
 	t.Helper()
 	s := sshtest.Start(t)
@@ -244,4 +242,48 @@ func TestFiles(t *testing.T) {
 // that does not reap leaves killed processes as zombies).
 func alive(pids string) string {
 	return "for p in " + pids + "; do s=$(sed 's/.*) //' /proc/$p/stat 2>/dev/null | cut -c1); case \"$s\" in Z|X|\"\") ;; *) echo $p;; esac; done"
+}
+
+// TestNewFromClient embeds an existing connection: the backend works on it
+// and Close leaves it open for its owner.
+func TestNewFromClient(t *testing.T) {
+	s := sshtest.Start(t)
+	key, err := os.ReadFile(s.IdentityFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := ssh.ParsePrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hk, err := knownhosts.New(s.KnownHostsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ssh.Dial("tcp", s.Addr(), &ssh.ClientConfig{User: s.User, Auth: []ssh.AuthMethod{ssh.PublicKeys(signer)}, HostKeyCallback: hk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	b, err := sshops.NewFromClient(ctx, client, sshops.Config{WorkDir: s.TempDir(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuf
+	if err := b.Run(ctx, &ops.Cmd{Command: "echo embedded", Output: &out}); err != nil || out.String() != "embedded\n" {
+		t.Fatalf("Run: %q %v", out.String(), err)
+	}
+	f := path.Join(b.Info().WorkDir, "x")
+	if err := b.WriteFile(ctx, f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := client.NewSession()
+	if err != nil {
+		t.Fatalf("client closed by Backend.Close: %v", err)
+	}
+	sess.Close()
 }
