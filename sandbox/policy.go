@@ -38,10 +38,12 @@ type Policy struct {
 // and $( ); leading shell keywords (if, then, do, !, { ...) are dropped.
 //
 // A call is blocked when a deny rule matches any simple command — deny rules
-// also see each command with leading VAR=value assignments and wrappers
-// (sudo, env, command, exec, nohup, time, nice, xargs, builtin) stripped,
-// and deny regular expressions also see the whole line. When Allow is not
-// empty, every simple command must match an allow rule as written.
+// also see the line with quotes and backslashes removed, each command with
+// leading VAR=value assignments, wrappers (sudo, env, command, exec, nohup,
+// time, nice, timeout, xargs, eval, sh -c, bash -c ...) and a directory
+// (/bin/rm) stripped, and deny regular expressions also see the whole line.
+// When Allow is not empty, every simple command must match an allow rule as
+// written.
 //
 // This is a guard rail against mistakes, not a boundary: a shell can always
 // build a command the rules do not see (sh -c "$(echo ... | base64 -d)").

@@ -76,9 +76,12 @@ func compileCommands(c CommandRules) (*commandPolicy, error) {
 // check returns the reason a command line is blocked, or "".
 func (cp *commandPolicy) check(line string) string {
 	segs := simpleCommands(line)
+	// Deny rules also see the line with quoting removed, so that
+	// bash -c "rm -rf x" and r\m -rf x read as rm -rf x.
+	denySegs := append(slices.Clone(segs), simpleCommands(unquote.Replace(line))...)
 	for _, r := range cp.deny {
 		hit := r.re != nil && r.re.MatchString(line)
-		for _, s := range segs {
+		for _, s := range denySegs {
 			if hit {
 				break
 			}
@@ -140,7 +143,10 @@ func stripKeywords(s string) string {
 	}
 }
 
-var wrappers = []string{"sudo", "env", "command", "exec", "nohup", "time", "nice", "xargs", "builtin", "doas", "timeout", "stdbuf"}
+var wrappers = []string{"sudo", "env", "command", "exec", "nohup", "time", "nice", "xargs", "builtin", "doas", "timeout", "stdbuf",
+	"eval", "sh", "bash", "dash", "zsh", "ksh", "busybox"}
+
+var unquote = strings.NewReplacer(`"`, "", "'", "", `\`, "")
 
 // denyForms lists s and s without leading assignments, wrappers and their
 // options, so "sudo -E FOO=1 rm -rf x" also reads as "rm -rf x".
