@@ -140,6 +140,9 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 			// The wrapper ended without reporting an exit: killed, or the
 			// connection dropped.
 			sessDone = nil
+			if exited {
+				return finish(time.Second)
+			}
 			if ev, ok := r.drainControl(); ok {
 				if ev.kind == "start" {
 					return ev.err
@@ -324,14 +327,15 @@ func (r *runState) shimLine(rest string) {
 	}
 }
 
-// drainControl returns a control event that raced with the session's end.
+// drainControl returns an exit or start report that raced with the
+// session's end.
 func (r *runState) drainControl() (controlEvent, bool) {
 	t := time.NewTimer(50 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case ev := <-r.control:
-			if ev.kind != "pgid" {
+			if ev.kind == "exit" || ev.kind == "start" {
 				return ev, true
 			}
 		case <-t.C:
