@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -38,6 +40,11 @@ func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm 
 	case err == nil && fi.IsDir():
 		return ops.PathError("open", name, ops.EISDIR)
 	case err == nil:
+		// The rename would replace a file we may not write to; pi's in-place
+		// write fails there with EACCES, so check as open(2) would.
+		if err := unix.Access(real, unix.W_OK); err != nil {
+			return mapErr("open", name, err)
+		}
 		mode = fi.Mode() & keptBits
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok && os.Geteuid() == 0 {
 			uid, gid = int(st.Uid), int(st.Gid)

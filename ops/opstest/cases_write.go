@@ -28,6 +28,7 @@ func writeCases() []testCase {
 		{name: "WriteFile/ThroughSymlink", fn: testWriteThroughSymlink},
 		{name: "WriteFile/DanglingSymlink", fn: testWriteDanglingSymlink},
 		{name: "WriteFile/OnDirectory", fn: testWriteOnDirectory},
+		{name: "WriteFile/ReadOnlyFile", fn: testWriteReadOnly},
 		{name: "WriteFile/NoTempLeft", fn: testNoTempLeft},
 		{name: "WriteFile/Atomic", fn: testAtomic, timeout: 5 * time.Minute},
 		{name: "OpenWriter/Stream64MiB", fn: testStream, timeout: 5 * time.Minute},
@@ -325,5 +326,29 @@ func testAppend(t testing.TB, ctx context.Context, b ops.Backend) {
 	}
 	if got := readAll(t, ctx, b, dir+"/f"); string(got) != "one\ntwo\n" {
 		t.Fatalf("content %q, want one, two", got)
+	}
+}
+
+// testWriteReadOnly: an atomic rename could replace a file the user may not
+// write; pi's in-place write fails with EACCES there (root may write).
+func testWriteReadOnly(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	writeFile(t, ctx, b, dir+"/ro", "old")
+	sh(t, ctx, b, dir, "chmod 0444 ro")
+	writable := sh(t, ctx, b, dir, "if test -w ro; then echo yes; else echo no; fi") == "yes\n"
+	err := b.WriteFile(ctx, dir+"/ro", []byte("new"), 0o644)
+	got := string(readAll(t, ctx, b, dir+"/ro"))
+	if writable {
+		if err != nil || got != "new" {
+			t.Fatalf("WriteFile on a 0444 file the user may write (test -w): %v, content %q", err, got)
+		}
+		return
+	}
+	// A backend that renames a temp file over the target must check write
+	// access first (access(2) W_OK, or `test -w`), or it silently replaces
+	// a read-only file where pi's write fails.
+	wantPathErr(t, "WriteFile on a 0444 file the user may not write (pi: EACCES; check write access before the rename)", err, dir+"/ro", ops.EACCES)
+	if got != "old" {
+		t.Fatalf("content %q after a refused write, want old", got)
 	}
 }
