@@ -36,8 +36,21 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	env := append(append([]string(nil), defaultEnv...), cmd.Env...)
 	start := time.Now()
 
-	s, c, pipes, err := b.startSession(ctx, remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env))
+	// The timeout covers waiting for a session too (a saturated pool).
+	sctx := ctx
+	if cmd.Timeout > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
+		defer cancel()
+	}
+	s, c, pipes, err := b.startSession(sctx, remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env))
 	if err != nil {
+		if ctx.Err() == nil && sctx.Err() != nil {
+			return &ops.TimeoutError{Limit: cmd.Timeout}
+		}
+		if ctx.Err() != nil {
+			return ops.Canceled(ctx)
+		}
 		return err
 	}
 	defer b.pool.release(c)
@@ -59,7 +72,7 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 
 	var timeout <-chan time.Time
 	if cmd.Timeout > 0 {
-		t := time.NewTimer(cmd.Timeout)
+		t := time.NewTimer(cmd.Timeout - time.Since(start))
 		defer t.Stop()
 		timeout = t.C
 	}
