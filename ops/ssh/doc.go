@@ -32,16 +32,28 @@
 // # Commands
 //
 // sshd runs every exec request through the user's login shell, which for
-// bash sources ~/.bashrc: a slow rc file costs its time on every command.
+// bash sources ~/.bashrc: a slow rc file costs its time on every command
+// (measured on loopback: Run("true") 33 ms for a clean user, 370 ms with a
+// 300 ms rc file; the wrapper keeps bash from sourcing it a second time).
+// SFTP with OpenSSH's sftp-server subsystem also starts through the login
+// shell, once per connection.
+//
 // Each Run is one session running a small /bin/sh wrapper (wrap.go) that
-// starts the command with setsid, merges stderr into stdout at the source,
-// reports the process group and the exit status on the session's stderr,
-// and kills the group when the session's stdin closes. A cancel or timeout
-// closes stdin, kills the recorded group from a second session (OpenSSH
-// before 10.0 refuses signal requests for root logins) and sends a KILL
-// signal request as well.
+// starts the command with setsid, under the shim when it could be uploaded
+// (ops/shim: it also kills processes that call setsid themselves), merges
+// stderr into stdout at the source, reports the process group, the exit
+// status and the end of the output on the session's stderr, and kills the
+// group when the session's stdin closes — also when sshd closes it because
+// the connection dropped. A cancel or timeout closes stdin, kills the
+// recorded group from a second session (OpenSSH before 10.0 refuses signal
+// requests for root logins) and sends a KILL signal request as well.
+//
+// The shim is uploaded by SFTP once per host and binary, to a content
+// addressed path next to the spill directories (~/.cache/pi-sandbox), when
+// the remote host is Linux on the same architecture; otherwise Info.Limits
+// says that a setsid escapee survives.
 //
 // Limits: a command string longer than the remote kernel's single-argument
-// limit (128 KiB on Linux) cannot be run; a process that calls setsid
-// itself escapes the group kill.
+// limit (128 KiB on Linux) cannot be run; Access compares permission bits
+// (no ACLs).
 package sshops
