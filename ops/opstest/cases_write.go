@@ -29,6 +29,7 @@ func writeCases() []testCase {
 		{name: "WriteFile/DanglingSymlink", fn: testWriteDanglingSymlink},
 		{name: "WriteFile/OnDirectory", fn: testWriteOnDirectory},
 		{name: "WriteFile/ReadOnlyFile", fn: testWriteReadOnly},
+		{name: "WriteFile/ReadOnlyDirectory", fn: testWriteReadOnlyDir},
 		{name: "WriteFile/NoTempLeft", fn: testNoTempLeft},
 		{name: "WriteFile/Atomic", fn: testAtomic, timeout: 5 * time.Minute},
 		{name: "OpenWriter/Stream64MiB", fn: testStream, timeout: 5 * time.Minute},
@@ -350,5 +351,22 @@ func testWriteReadOnly(t testing.TB, ctx context.Context, b ops.Backend) {
 	wantPathErr(t, "WriteFile on a 0444 file the user may not write (pi: EACCES; check write access before the rename)", err, dir+"/ro", ops.EACCES)
 	if got != "old" {
 		t.Fatalf("content %q after a refused write, want old", got)
+	}
+}
+
+// testWriteReadOnlyDir: a writable file in a directory the user may not
+// write: no temp file can be made there, but pi's in-place write works, so
+// the backend falls back to writing in place.
+func testWriteReadOnlyDir(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	sh(t, ctx, b, dir, "mkdir d && echo old > d/f && chmod 0644 d/f && chmod 0555 d")
+	if err := b.WriteFile(ctx, dir+"/d/f", []byte("new"), 0o644); err != nil {
+		t.Fatalf("WriteFile of a writable file in a read-only directory: %v (pi writes in place)", err)
+	}
+	if got := string(readAll(t, ctx, b, dir+"/d/f")); got != "new" {
+		t.Fatalf("content %q, want new", got)
+	}
+	if es, err := b.ReadDir(ctx, dir+"/d"); err != nil || len(es) != 1 {
+		t.Fatalf("directory holds %v, %v; want only f", names(es), err)
 	}
 }
