@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"errors"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -72,6 +73,7 @@ func fsCases() []testCase {
 		{name: "RealPath/MissingLast", fn: testRealPathMissingLast},
 		{name: "Access/ReadOnlyFile", fn: testAccessReadOnly},
 		{name: "Access/ExecMatchesShell", fn: testAccessExec},
+		{name: "Open/Unreadable", fn: testOpenUnreadable},
 		{name: "Remove/FileAndEmptyDir", fn: testRemove},
 		{name: "Remove/NonEmptyDir", fn: testRemoveNonEmpty},
 		{name: "CountLines/MatchesFallback", fn: testCountLines},
@@ -425,5 +427,32 @@ func testInfo(t testing.TB, ctx context.Context, b ops.Backend) {
 	}
 	if i.Has("no-such-capability") {
 		t.Errorf("Info.Has reports an unknown capability")
+	}
+}
+
+// testOpenUnreadable: a mode-0000 file is EACCES for a non-root user (the
+// shell's test -r is the reference: root may read it).
+func testOpenUnreadable(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	sh(t, ctx, b, dir, "echo secret > f && chmod 0000 f")
+	readable := sh(t, ctx, b, dir, "if test -r f; then echo yes; else echo no; fi") == "yes\n"
+	r, err := b.Open(ctx, dir+"/f")
+	if err == nil {
+		data, rerr := io.ReadAll(r)
+		r.Close()
+		if !readable {
+			t.Fatalf("Open of an unreadable file succeeded (read %q, %v), want EACCES", data, rerr)
+		}
+		return
+	}
+	if readable {
+		t.Fatalf("Open = %v, but test -r says readable", err)
+	}
+	wantPathErr(t, "Open(0000 file)", err, dir+"/f", ops.EACCES)
+	if err := b.Access(ctx, dir+"/f", ops.AccessRead); ops.ErrnoOf(err) != ops.EACCES {
+		t.Errorf("Access(read) = %v, want EACCES", err)
+	}
+	if fi, err := b.Stat(ctx, dir+"/f"); err != nil || fi.Mode().Perm() != 0 {
+		t.Errorf("Stat = %v, %v; want mode 0000", fi, err)
 	}
 }
