@@ -182,6 +182,15 @@ func realPath(name string, depth int) (string, error) {
 	if err == nil {
 		return filepath.Abs(p)
 	}
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		// EvalSymlinks reports a loop as a plain error; let the kernel
+		// name it (ELOOP, or whatever stat finds first).
+		if _, serr := os.Stat(name); serr != nil {
+			return "", mapErr("realpath", name, serr)
+		}
+		return "", ops.PathError("realpath", name, ops.ELOOP)
+	}
 	if !errors.Is(err, fs.ErrNotExist) {
 		return "", mapErr("realpath", name, err)
 	}

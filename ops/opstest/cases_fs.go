@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -74,6 +75,8 @@ func fsCases() []testCase {
 		{name: "Access/ReadOnlyFile", fn: testAccessReadOnly},
 		{name: "Access/ExecMatchesShell", fn: testAccessExec},
 		{name: "Open/Unreadable", fn: testOpenUnreadable},
+		{name: "Open/SymlinkLoop", fn: testSymlinkLoop},
+		{name: "Stat/NameTooLong", fn: testNameTooLong},
 		{name: "Remove/FileAndEmptyDir", fn: testRemove},
 		{name: "Remove/NonEmptyDir", fn: testRemoveNonEmpty},
 		{name: "CountLines/MatchesFallback", fn: testCountLines},
@@ -455,4 +458,27 @@ func testOpenUnreadable(t testing.TB, ctx context.Context, b ops.Backend) {
 	if fi, err := b.Stat(ctx, dir+"/f"); err != nil || fi.Mode().Perm() != 0 {
 		t.Errorf("Stat = %v, %v; want mode 0000", fi, err)
 	}
+}
+
+func testSymlinkLoop(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	sh(t, ctx, b, dir, "ln -s a b && ln -s b a")
+	r, err := b.Open(ctx, dir+"/a")
+	if err == nil {
+		r.Close()
+	}
+	wantPathErr(t, "Open(symlink loop)", err, dir+"/a", ops.ELOOP)
+	_, err = b.Stat(ctx, dir+"/a")
+	wantPathErr(t, "Stat(symlink loop)", err, dir+"/a", ops.ELOOP)
+	_, err = b.RealPath(ctx, dir+"/a")
+	wantPathErr(t, "RealPath(symlink loop)", err, "", ops.ELOOP)
+}
+
+func testNameTooLong(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	name := dir + "/" + strings.Repeat("n", 300)
+	_, err := b.Stat(ctx, name)
+	wantPathErr(t, "Stat(300-byte name)", err, name, ops.ENAMETOOLONG)
+	err = b.WriteFile(ctx, name, []byte("x"), 0o644)
+	wantPathErr(t, "WriteFile(300-byte name)", err, "", ops.ENAMETOOLONG)
 }
