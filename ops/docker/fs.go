@@ -167,7 +167,10 @@ func (b *Backend) Remove(ctx context.Context, name string) error {
 
 // writeFileScript writes stdin to the real path of $p atomically: a temp
 // file in the target's directory renamed over it, keeping an existing
-// file's mode ($perm for a new one). When no temp file can be created there
+// file's mode ($perm for a new one). A file the user may not write is
+// EACCES, as an in-place write would be (the rename alone would succeed).
+// Redirections go on "true", a regular builtin: a failed redirection on a
+// special builtin such as ":" makes sh exit. When no temp file can be created there
 // or the rename fails (a bind-mounted file: EBUSY, EXDEV), it writes in
 // place.
 const writeFileScript = `d=${p%/*}; [ -n "$d" ] || d=/; n=${p##*/}
@@ -179,18 +182,19 @@ else
   if [ "$r" = / ]; then r=/$n; else r=$r/$n; fi
 fi
 if [ -d "$r" ]; then e EISDIR; return; fi
+if [ -e "$r" ] && [ ! -w "$r" ]; then e EACCES; return; fi
 rd=${r%/*}; [ -n "$rd" ] || rd=/
 m=$perm
 if [ -e "$r" ]; then m=$(stat -c %a -- "$r") || return; fi
 tmp=$rd/.pi-sandbox-write.$$
-if { : > "$tmp"; } 2>/dev/null; then
+if { true > "$tmp"; } 2>/dev/null; then
   cat > "$tmp" || { rm -f "$tmp"; return 1; }
   chmod "$m" "$tmp" || { rm -f "$tmp"; return 1; }
   if mv -f "$tmp" "$r" 2>/dev/null; then return 0; fi
   cat "$tmp" > "$r" || { rm -f "$tmp"; return 1; }
   rm -f "$tmp"
 else
-  if [ ! -e "$r" ]; then : > "$r" || return; chmod "$m" "$r"; fi
+  if [ ! -e "$r" ]; then true > "$r" || return; chmod "$m" "$r"; fi
   cat > "$r"
 fi`
 
