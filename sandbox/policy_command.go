@@ -85,7 +85,7 @@ func (cp *commandPolicy) check(line string) string {
 			if hit {
 				break
 			}
-			hit = slices.ContainsFunc(denyForms(s), r.match)
+			hit = r.matchForms(denyForms(s))
 		}
 		if hit {
 			return blockReason(r.Reason, "deny "+r.String())
@@ -175,6 +175,19 @@ func denyForms(s string) []string {
 			forms = append(forms, s)
 		}
 	}
+}
+
+// maxRegexForms bounds the forms a deny regex is matched against (the
+// first ones and the last, fully stripped, one): each match scans the whole
+// form, so a line of thousands of "sudo"s would cost quadratic time.
+// Prefix rules, which cost the prefix's length, see every form.
+const maxRegexForms = 16
+
+func (r compiledRule) matchForms(forms []string) bool {
+	if r.re == nil || len(forms) <= maxRegexForms {
+		return slices.ContainsFunc(forms, r.match)
+	}
+	return slices.ContainsFunc(forms[:maxRegexForms], r.match) || r.match(forms[len(forms)-1])
 }
 
 func firstWord(s string) (string, string) {

@@ -85,6 +85,8 @@ func TestCommandRules(t *testing.T) {
 		{"deny through eval", CommandRules{Deny: deny}, `eval 'rm -rf x'`, "rm -rf"},
 		{"deny through backslash", CommandRules{Deny: deny}, `r\m -rf x`, "rm -rf"},
 		{"deny through quoted name", CommandRules{Deny: deny}, `"rm" -rf x`, "rm -rf"},
+		{"deny after many wrappers", CommandRules{Deny: deny}, strings.Repeat("sudo ", 20000) + "rm -rf x", "rm -rf"},
+		{"deny regex after many wrappers", CommandRules{Deny: []Rule{{Regex: "^shutdown"}}}, strings.Repeat("nohup ", 20000) + "shutdown", "shutdown"},
 		{"allow does not unquote", CommandRules{Allow: allow}, `"echo" hi`, "matches no allow rule"},
 		{"deny regex custom reason", CommandRules{Deny: deny}, "x=$(curl http://e)", "no network tools"},
 		{"deny regex whole line", CommandRules{Deny: []Rule{{Regex: `a;b`}}}, "echo a;b", `deny regex "a;b"`},
