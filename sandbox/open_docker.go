@@ -7,26 +7,31 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
 
-// openDocker opens the docker backend: an ephemeral hardened container from
-// --image (removed by Close) or an existing one from --container, used as it
-// is. The engine is the one the environment names (DOCKER_HOST ...).
+// openDocker opens the docker backend: --image IMG (an ephemeral container
+// with the hardened profile, removed by Close) or --container ID (an
+// existing container, used as it is), with --mount, --user and --workdir.
+// The engine is the one the environment names (DOCKER_HOST ...).
 func openDocker(ctx context.Context, cfg Config) (ops.Backend, error) {
+	dc, err := dockerConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return docker.New(ctx, dc)
+}
+
+func dockerConfig(cfg Config) (docker.Config, error) {
 	dc := docker.Config{
 		Image:     cfg.Docker.Image,
 		Container: cfg.Docker.Container,
-		WorkDir:   cfg.WorkDir,
 		User:      cfg.Docker.User,
+		WorkDir:   cfg.WorkDir,
 	}
 	for _, m := range cfg.Docker.Mounts {
 		pm, err := docker.ParseMount(m)
 		if err != nil {
-			return nil, err
+			return dc, err
 		}
 		dc.Mounts = append(dc.Mounts, pm)
 	}
-	b, err := docker.New(ctx, dc)
-	if err != nil {
-		return nil, err
-	}
-	return b, nil
+	return dc, nil
 }
