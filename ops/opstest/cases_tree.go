@@ -16,7 +16,9 @@ func treeCases() []testCase {
 		{name: "Run/TimeoutKillsTree", fn: testTimeoutKillsTree},
 		{name: "Run/OrphanHoldingStdout", fn: testOrphanHoldingStdout},
 		{name: "Run/BackgroundKilledAtExit", fn: testBackgroundKilledAtExit},
-		{name: "Run/SetsidEscapeeDiesOnCancel", fn: testCancelKillsTree("setsid sleep 300 & echo $! > pids; sleep 300 & echo $! >> pids; echo ready; wait", true, 2)},
+		// The escapee records itself (and prints the marker) only once it
+		// is in its own session, so the cancel comes after the escape.
+		{name: "Run/SetsidEscapeeDiesOnCancel", fn: testCancelKillsTree("sleep 300 & echo $! > pids; setsid sh -c 'echo $$ >> pids; echo ready; exec sleep 300' & wait", true, 2)},
 		{name: "Run/SetsidEscapeeDiesAtExit", fn: testSetsidAtExit},
 	}
 }
@@ -109,7 +111,9 @@ func testBackgroundKilledAtExit(t testing.TB, ctx context.Context, b ops.Backend
 func testSetsidAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
 	requireShim(t, ctx, b)
 	dir := scratch(t, ctx, b)
-	out, err := run(ctx, b, dir, "setsid sleep 300 >/dev/null 2>&1 & echo $! > pids; setsid sleep 300 & echo $! >> pids; echo done")
+	out, err := run(ctx, b, dir, `setsid sh -c 'echo $$ >> pids; exec sleep 300' >/dev/null 2>&1 &
+setsid sh -c 'echo $$ >> pids; exec sleep 300' &
+until [ -f pids ] && [ $(wc -l < pids) -ge 2 ]; do sleep 0.01; done; echo done`)
 	if err != nil || out != "done\n" {
 		t.Fatalf("Run = %q, %v", out, err)
 	}
