@@ -169,12 +169,12 @@ func TestSSHConnectionCutMidCommand(t *testing.T) {
 func TestSSHKeepaliveClosesDeadConnection(t *testing.T) {
 	s := sshtest.Start(t)
 	cfg, p := viaProxy(t, s)
-	cfg.KeepAlive = 200 * time.Millisecond
+	cfg.KeepAlive = 500 * time.Millisecond
 	b := openSSH(t, s, cfg)
 	pids := path.Join(b.Info().WorkDir, "pids")
 	err, d := runInFlight(t, b, pids, p.Freeze)
 	wantTransport(t, err)
-	// Three missed keepalives at 200ms, plus slack for a loaded machine.
+	// Three missed keepalives at 500ms, plus slack for a loaded machine.
 	if d > 10*time.Second {
 		t.Errorf("Run took %v to give up on a frozen connection", d)
 	}

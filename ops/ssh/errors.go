@@ -112,6 +112,9 @@ func (b *Backend) pathErr(op, name string, err error, c *conn, sc *sftp.Client, 
 // missingCause distinguishes the errnos OpenSSH folds into NO_SUCH_FILE:
 // ENOENT, ENOTDIR and ELOOP.
 func missingCause(sc *sftp.Client, name string) ops.Errno {
+	if tooLong(name) {
+		return ops.ENAMETOOLONG // OpenSSH reports it as "no such file"
+	}
 	if sc == nil {
 		return ops.ENOENT
 	}

@@ -99,7 +99,7 @@ func TestRunTimeoutKillsTree(t *testing.T) {
 		t.Fatalf("timeout took %v", d)
 	}
 	var out syncBuf
-	err = b.Run(ctx, &ops.Cmd{Command: alive("$(cat " + marker + ") $(pgrep -f 'sleep 30[01]')"), Output: &out})
+	err = b.Run(ctx, &ops.Cmd{Command: alive("$(cat " + marker + ") $(pgrep -u $(id -u) -f 'sleep 30[01]')"), Output: &out})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,10 @@ import (
 // offers fsync@openssh.com, and renamed over the real path with
 // posix-rename@openssh.com (a plain SFTP rename refuses an existing target on
 // OpenSSH). An existing file keeps its mode and, when the user may set it,
-// its owner. When the rename fails onto an existing file (a bind-mounted
-// single file) the data is written in place.
+// its owner; one the user may not write is refused (EACCES), as pi's write
+// is. When no temp file can be made (a read-only directory) or the rename
+// fails onto an existing file (a bind-mounted single file) the data is
+// written in place.
 func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	return b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		if _, ok := sc.HasExtension("posix-rename@openssh.com"); !ok {
@@ -38,6 +40,11 @@ func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm 
 		case err == nil && old.IsDir():
 			return ops.PathError("open", name, ops.EISDIR)
 		case err == nil:
+			// A rename would replace a file the user may not write, where
+			// pi's in-place write fails.
+			if !b.permits(old, ops.AccessWrite) {
+				return ops.PathError("open", name, ops.EACCES)
+			}
 			mode = old.Mode() & (fs.ModePerm | fs.ModeSetuid | fs.ModeSetgid | fs.ModeSticky)
 		case fxCode(err) != fxNoSuchFile || isTransport(err, c):
 			return b.pathErr("open", name, err, c, sc, hintCreate)
@@ -45,6 +52,11 @@ func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm 
 		tmp := path.Join(path.Dir(real), "."+path.Base(real)+".pi-sandbox-"+randHex(6)+".tmp")
 		f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)
 		if err != nil {
+			if old != nil && fxCode(err) == fxPermissionDenied && !isTransport(err, c) {
+				// A writable file in a directory the user may not write:
+				// no temp file, but pi's in-place write works.
+				return b.writeInPlace(sc, c, name, real, data)
+			}
 			// Report the user's path: the temp file is ours.
 			return b.pathErr("open", name, err, c, sc, hintCreate)
 		}
