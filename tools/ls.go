@@ -77,7 +77,8 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 	// connection must not look like a missing path.
 	fi, err := t.fsys.Stat(ctx, dir)
 	if err != nil {
-		if errors.Is(err, ops.ErrTransport) {
+		var um userMessager
+		if errors.Is(err, ops.ErrTransport) || errors.As(err, &um) {
 			return nil, err
 		}
 		return nil, errors.New("Path not found: " + dir)
