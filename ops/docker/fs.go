@@ -124,8 +124,13 @@ mkdir -p `+m+`-- "$p"`, nil)
 }
 
 // realPathScript prints the resolved path without a newline. The last
-// element may be missing; then its parent is resolved.
+// element may be missing (a dangling link counts as missing); then its
+// parent is resolved. A symbolic link loop is ELOOP.
 const realPathScript = `if [ -e "$p" ]; then r=$(readlink -f -- "$p") || return; printf '%s' "$r"; return; fi
+if [ -L "$p" ]; then
+  m=$(stat -L -c %f -- "$p" 2>&1)
+  case $m in *"levels of symbolic links"*|*"ymbolic link loop"*) e ELOOP; return;; esac
+fi
 d=${p%/*}; [ -n "$d" ] || d=/; n=${p##*/}
 if [ ! -d "$d" ]; then stat -L -c %f -- "$d" >/dev/null || return; e ENOTDIR; return; fi
 r=$(readlink -f -- "$d") || return
