@@ -59,7 +59,10 @@
 //	pi-sandbox-shim: start: OP PATH: CODE
 //
 // to stderr (OP "chdir" or "exec", CODE an errno name such as ENOENT) and
-// exits with status 125. Usage errors exit 2 with a diagnostic.
+// exits with status 125. Usage errors exit 2 with a diagnostic; a pid file
+// that cannot be written exits 1. Other diagnostic lines (warnings, e.g.
+// when the subreaper cannot be set) may appear: callers ignore lines they
+// do not know.
 //
 // kill: reads the pid from FILE; if that process is a shim (its
 // /proc/PID/cmdline contains "__shim"), sends it SIGTERM (a kill request, as
