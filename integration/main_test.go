@@ -10,6 +10,7 @@ package integration
 
 import (
 	"context"
+	"flag"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -57,6 +58,12 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(tmp)
+	flag.Parse()
+	if testing.Short() {
+		// make test-unit: no engine work at all.
+		dockerSkip = "integration tests do not run with -short"
+		return m.Run()
+	}
 	buildPiBin(tmp)
 	setupDocker()
 	code := m.Run()
@@ -120,6 +127,9 @@ func setupDocker() {
 // needDocker skips (or fails under CI=true) when the engine is missing.
 func needDocker(t testing.TB) *client.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip(dockerSkip)
+	}
 	if dockerCli == nil {
 		skipOrFail(t, dockerSkip)
 	}
