@@ -10,9 +10,9 @@ package integration
 
 import (
 	"context"
-	"flag"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
