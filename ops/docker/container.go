@@ -122,16 +122,22 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 func removeContainer(cli *client.Client, id string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	_, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-	if err != nil && !cerrdefs.IsNotFound(err) && !isRemovalInProgress(err) {
+	opts := client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}
+	_, err := cli.ContainerRemove(ctx, id, opts)
+	if cerrdefs.IsConflict(err) {
+		// A paused container cannot be removed on some engines; a
+		// concurrent removal is a conflict too, and then this fails
+		// harmlessly and the retry finds nothing.
+		cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
+		_, err = cli.ContainerRemove(ctx, id, opts)
+	}
+	if err != nil && !cerrdefs.IsNotFound(err) {
+		if _, ierr := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(ierr) {
+			return nil // removed meanwhile by someone else
+		}
 		return transportErr("container remove", err)
 	}
 	return nil
-}
-
-func isRemovalInProgress(err error) bool {
-	// The engine reports a concurrent removal as a conflict.
-	return cerrdefs.IsConflict(err)
 }
 
 // transportErr wraps an engine API failure: it never looks like a file

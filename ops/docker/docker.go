@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -308,5 +307,3 @@ func validPath(op, name string) error {
 	}
 	return nil
 }
-
-var errNoStatus = errors.New("docker: exec ended without a status")
