@@ -118,15 +118,14 @@ func dockerBaselines(e *env) map[string]baseline {
 func sshBaselines(ctx context.Context, e *env) (map[string]baseline, func(), error) {
 	cm := controlArgs(e)
 	// Start the master; later calls reuse it.
-	if _, err := runExt(ctx, nil, "ssh", e.sshArgs(append(cm, "true")...)...); err != nil {
+	if _, err := runExt(ctx, nil, "ssh", e.sshArgs(cm, "true")...); err != nil {
 		return nil, func() {}, err
 	}
 	stop := func() {
-		runExt(context.Background(), nil, "ssh", e.sshArgs(append(cm, "-O", "exit")...)...)
+		runExt(context.Background(), nil, "ssh", e.sshArgs(append(cm, "-O", "exit"))...)
 	}
 	run := func(ctx context.Context, stdin []byte, command string) error {
-		a := e.sshArgs(cm...)
-		_, err := runExt(ctx, stdin, "ssh", append(a, "cd "+e.work+" && "+command)...)
+		_, err := runExt(ctx, stdin, "ssh", e.sshArgs(cm, "cd "+e.work+" && "+command)...)
 		return err
 	}
 	return map[string]baseline{
@@ -174,17 +173,18 @@ func extraBaselines(ctx context.Context, e *env) map[string]func(context.Context
 			},
 		}
 	case "ssh":
+		fresh := []string{"-o", "ControlMaster=no", "-o", "ControlPath=none"}
 		conn, err := rawSSHDial(e)
 		if err != nil {
 			return map[string]func(context.Context) error{"x/crypto/ssh dial": func(context.Context) error { return err }}
 		}
 		return map[string]func(context.Context) error{
 			"ssh true (fresh connection)": func(ctx context.Context) error {
-				_, err := runExt(ctx, nil, "ssh", e.sshArgs("-o", "ControlMaster=no", "-o", "ControlPath=none", "true")...)
+				_, err := runExt(ctx, nil, "ssh", e.sshArgs(fresh, "true")...)
 				return err
 			},
 			"ssh cat 1 KiB (fresh connection)": func(ctx context.Context) error {
-				_, err := runExt(ctx, nil, "ssh", e.sshArgs("-o", "ControlMaster=no", "-o", "ControlPath=none", "cat "+e.path("lat/r1k.txt"))...)
+				_, err := runExt(ctx, nil, "ssh", e.sshArgs(fresh, "cat "+e.path("lat/r1k.txt"))...)
 				return err
 			},
 			"x/crypto/ssh session true (open connection)": func(context.Context) error {

@@ -129,7 +129,11 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 			}
 			return err
 		})
-		if bs.CLISkipped == "" {
+		if bs.CLISkipped == "" && row.InProcess.N == 0 && row.InProcess.Errs > 0 {
+			// The same path through a subprocess would fail the same way:
+			// spend the time elsewhere.
+			row.CLI = &stats{Err: "not run: the in-process call failed"}
+		} else if bs.CLISkipped == "" {
 			var st toggle
 			p.step("%s: %s CLI ×%d", e.name, op.name, o.cliN)
 			s := timeN(p, e.name+" cli "+op.name, o.cliN, func(int) error {

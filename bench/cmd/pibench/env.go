@@ -196,14 +196,16 @@ func openSSHEnv(ctx context.Context, o *options) (e *env, err error) {
 }
 
 // sshArgs are the OpenSSH client's arguments for the test server, without
-// a user config, agent or prompts.
-func (e *env) sshArgs(extra ...string) []string {
+// a user config, agent or prompts: options, then the destination, then the
+// remote command.
+func (e *env) sshArgs(opts []string, remote ...string) []string {
 	s := e.sshd
 	a := []string{"-F", "/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
 		"-i", s.IdentityFile, "-o", "UserKnownHostsFile=" + s.KnownHostsFile,
 		"-o", "StrictHostKeyChecking=yes", "-p", strconv.Itoa(s.Port)}
-	a = append(a, extra...)
-	return append(a, s.User+"@"+s.Host)
+	a = append(a, opts...)
+	a = append(a, s.User+"@"+s.Host)
+	return append(a, remote...)
 }
 
 // path joins elems under the working directory.

@@ -168,4 +168,4 @@ type countWriter struct{ n int64 }
 func (c *countWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
 
 // callTimeout bounds one call (a hang shows as an error, not a stuck run).
-const callTimeout = 120 * time.Second
+const callTimeout = 60 * time.Second

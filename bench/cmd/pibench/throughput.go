@@ -52,7 +52,7 @@ func throughput(ctx context.Context, o *options, p *progress, e *env) []throughp
 	case "ssh":
 		baseName = "ssh (ControlMaster)"
 		baseF = func() (int64, error) {
-			return runExt(ctx, nil, "ssh", e.sshArgs(append(controlArgs(e), emit)...)...)
+			return runExt(ctx, nil, "ssh", e.sshArgs(controlArgs(e), emit)...)
 		}
 	}
 	var baseMBps float64
@@ -268,11 +268,11 @@ func fileThroughput(ctx context.Context, o *options, p *progress, e *env) []thro
 	case "ssh":
 		write.baseName, read.baseName = "ssh (ControlMaster) 'cat >'", "ssh (ControlMaster) cat"
 		write.baseF = func() (int64, error) {
-			_, err := runExt(ctx, data, "ssh", e.sshArgs(append(controlArgs(e), "cat > "+base)...)...)
+			_, err := runExt(ctx, data, "ssh", e.sshArgs(controlArgs(e), "cat > "+base)...)
 			return mib64, err
 		}
 		read.baseF = func() (int64, error) {
-			return runExt(ctx, nil, "ssh", e.sshArgs(append(controlArgs(e), "cat "+base)...)...)
+			return runExt(ctx, nil, "ssh", e.sshArgs(controlArgs(e), "cat "+base)...)
 		}
 	}
 	var rows []throughputRow
