@@ -2,6 +2,7 @@ package opstest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -44,8 +45,11 @@ func allCases() []testCase {
 	return cs
 }
 
-// TestBackend runs the conformance suite. newBackend is called once per
-// subtest and must register the backend's Close with t.Cleanup.
+// TestBackend runs the conformance suite, one subtest per case named for the
+// behaviour ("Run/CancelKillsTree"), in parallel except the one that
+// measures memory. newBackend is called once per subtest and must register
+// the backend's Close with t.Cleanup. Each case's context is canceled by
+// its watchdog (2 minutes, 5 for the large transfers).
 func TestBackend(t *testing.T, newBackend func(t *testing.T) ops.Backend) {
 	for _, tc := range allCases() {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,17 +57,10 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) ops.Backend) {
 				t.Parallel()
 			}
 			b := newBackend(t)
-			ctx := watchdog(t, cmpDur(tc.timeout, defaultTimeout))
+			ctx := watchdog(t, cmp.Or(tc.timeout, defaultTimeout))
 			tc.fn(t, ctx, b)
 		})
 	}
-}
-
-func cmpDur(a, b time.Duration) time.Duration {
-	if a > 0 {
-		return a
-	}
-	return b
 }
 
 var errWatchdog = errors.New("opstest: watchdog expired")
