@@ -155,8 +155,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		OS:      strings.ToLower(kv["os"]),
 		Arch:    goarch(kv["arch"]),
 		Shell:   kv["shell"],
-		// CountLines runs wc -l in the container.
-		Capabilities: []string{"linecount"},
+		// Grep and Find run in the container (search.go); CountLines runs
+		// wc -l there.
+		Capabilities: []string{"grep", "find", "linecount"},
 	}
 	if info.Shell == "" {
 		info.Shell = "/bin/sh"
