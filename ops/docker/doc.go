@@ -43,7 +43,13 @@
 // on a read-only root and writes nothing under a tmpfs. The scripts work in
 // busybox and in Debian's coreutils; failures come back as *fs.PathError
 // values wrapping ops.Errno codes mapped from the tools' messages. Engine
-// failures and a container that is gone wrap ops.ErrTransport.
+// failures and a container that is gone wrap ops.ErrTransport. Grep and
+// Find run inside the container (the shim's engine, else rg and fd, through
+// search.Remote); CountLines runs wc -l there.
+//
+// Each call is one exec, and its cost is almost all the runtime's process
+// start in the container (runc exec); the API calls around it take a few
+// milliseconds.
 //
 // # Sandboxes
 //
