@@ -3,12 +3,23 @@ package integration
 import (
 	"bytes"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
 
 // pi runs the static pi-sandbox binary built by TestMain.
 func pi(t *testing.T, stdin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	stdout, stderr, code, _ = piPID(t, stdin, args...)
+	return
+}
+
+// piPID is pi that also returns the process id (ephemeral containers carry
+// it in their pi-sandbox.pid label).
+func piPID(t *testing.T, stdin string, args ...string) (stdout, stderr string, code, pid int) {
 	t.Helper()
 	if piBin == "" {
 		skipOrFail(t, "no pi-sandbox binary: "+piBinErr.Error())
@@ -17,13 +28,16 @@ func pi(t *testing.T, stdin string, args ...string) (stdout, stderr string, code
 	cmd.Stdin = strings.NewReader(stdin)
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
-	err := cmd.Run()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return o.String(), e.String(), code
+	return o.String(), e.String(), code, cmd.Process.Pid
 }
 
 // TestDockerCLILifecycle: up prints an id, ls lists it, tools run in it
@@ -65,13 +79,16 @@ func TestDockerCLILifecycle(t *testing.T) {
 		t.Errorf("down of a missing container: code %d, err %q", code, errs)
 	}
 
-	before, _, _ := pi(t, "", "ls", "-q")
-	out, errs, code = pi(t, "", "tool", "--backend", "docker", "--image", "pi-sandbox/busybox", "bash", `{"command":"echo hi"}`)
+	out, errs, code, pid := piPID(t, "", "tool", "--backend", "docker", "--image", "pi-sandbox/busybox", "bash", `{"command":"echo hi"}`)
 	if code != 0 || out != `{"content":[{"type":"text","text":"hi\n"}],"isError":false}`+"\n" {
 		t.Fatalf("tool --image: code %d, out %q, err %s", code, out, errs)
 	}
-	if after, _, _ := pi(t, "", "ls", "-q"); after != before {
-		t.Errorf("tool --image left a container: before %q, after %q", before, after)
+	left, err := docker.List(t.Context(), dockerCli, docker.LabelPID+"="+strconv.Itoa(pid))
+	if err != nil || len(left) != 0 {
+		t.Errorf("tool --image left %d containers (%v)", len(left), err)
+		for _, s := range left {
+			docker.Down(t.Context(), dockerCli, s.ID)
+		}
 	}
 }
 
