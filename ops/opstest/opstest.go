@@ -66,14 +66,26 @@ func TestBackend(t *testing.T, newBackend func(t *testing.T) ops.Backend) {
 var errWatchdog = errors.New("opstest: watchdog expired")
 
 // watchdog returns a context canceled when limit passes. Then it reports the
-// overrun with a goroutine dump; if the case still does not return (a
-// backend ignoring its context), it panics with a second dump rather than
-// hang until the test binary's -timeout.
+// overrun with a goroutine dump — also when the case returns at once because
+// its context ended, so a hang never passes silently; if the case still does
+// not return (a backend ignoring its context), it panics with a second dump
+// rather than hang until the test binary's -timeout.
 func watchdog(t *testing.T, limit time.Duration) context.Context {
 	ctx, cancel := context.WithTimeoutCause(context.Background(), limit, errWatchdog)
 	done := make(chan struct{})
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(done) }); cancel() })
+	var report sync.Once
+	fail := func() {
+		// Once: the goroutine and the cleanup may both get here; the second
+		// waits for the first, so Errorf never runs after the test ended.
+		report.Do(func() { t.Errorf("watchdog: not finished after %s; goroutines:\n%s", limit, goroutines()) })
+	}
+	t.Cleanup(func() {
+		if errors.Is(context.Cause(ctx), errWatchdog) {
+			fail()
+		}
+		close(done)
+		cancel()
+	})
 	go func() {
 		select {
 		case <-done:
@@ -85,7 +97,7 @@ func watchdog(t *testing.T, limit time.Duration) context.Context {
 			return
 		default:
 		}
-		t.Errorf("watchdog: not finished after %s; goroutines:\n%s", limit, goroutines())
+		fail()
 		select {
 		case <-done:
 		case <-time.After(30 * time.Second):

@@ -7,6 +7,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"runtime"
 	"slices"
 	"strings"
@@ -279,4 +280,25 @@ func TestSearchCasesOnShimEngine(t *testing.T) {
 			t.Fatalf("passes on a grep that loses an event")
 		}
 	})
+}
+
+// TestWatchdogReportsHang runs, in a child test process, a case that blocks
+// until its context is done, and checks that the watchdog cancels it and
+// fails the test with a goroutine dump.
+func TestWatchdogReportsHang(t *testing.T) {
+	if os.Getenv("OPSTEST_WATCHDOG_CHILD") == "1" {
+		ctx := watchdog(t, 300*time.Millisecond)
+		<-ctx.Done() // a backend call that returns only when canceled
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^TestWatchdogReportsHang$", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), "OPSTEST_WATCHDOG_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "watchdog: not finished after 300ms") || !strings.Contains(string(out), "goroutine ") {
+		t.Fatalf("child run: %v\n%s", err, out)
+	}
 }
