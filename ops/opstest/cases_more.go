@@ -23,6 +23,9 @@ func moreCases() []testCase {
 		{name: "WriteFile/ConcurrentSameFile", fn: testConcurrentWrites},
 		{name: "Run/LongCommand", fn: testLongCommand},
 		{name: "Run/EnvWithNewlineAndUnicode", fn: testEnvSpecial},
+		{name: "Run/ZeroTimeoutIsNone", fn: testZeroTimeout},
+		{name: "Files/OddNames", fn: testOddNames},
+		{name: "Stat/SparseOver4GiB", fn: testSparse},
 		{name: "Run/CancelKillsDeepTree", fn: testCancelKillsTree(
 			`sh -c 'sh -c "sleep 300 & echo \$! >> pids; wait" & sleep 300 & echo $! >> pids; wait' &
 until [ -f pids ] && [ $(wc -l < pids) -ge 2 ]; do sleep 0.01; done; echo ready; wait`, false, 2)},
@@ -111,5 +114,60 @@ func testEnvSpecial(t testing.TB, ctx context.Context, b ops.Backend) {
 	err := b.Run(ctx, &ops.Cmd{Command: `printf '%s' "$OPSTEST_V"; printf '|%s' 'ké €'`, Env: []string{"OPSTEST_V=" + val}, Output: &out})
 	if want := val + "|ké €"; err != nil || out.String() != want {
 		t.Fatalf("output %q, %v; want %q", out.String(), err, want)
+	}
+}
+
+func testZeroTimeout(t testing.TB, ctx context.Context, b ops.Backend) {
+	if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.3", Timeout: 0}); err != nil {
+		t.Fatalf("Run with Timeout 0 = %v, want no timeout", err)
+	}
+}
+
+// testOddNames: names that a shell-based transport must quote.
+func testOddNames(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	odd := []string{"a b", "it's", `q"uote`, "ünïcödé 日本", "tab\there", "-dash", "*star", "$var", "back\\slash", "new\nline"}
+	for _, n := range odd {
+		writeFile(t, ctx, b, dir+"/"+n, n)
+	}
+	es, err := b.ReadDir(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(odd))
+	if got := names(es); !slices.Equal(got, want) {
+		t.Fatalf("ReadDir = %q, want %q", got, want)
+	}
+	for _, n := range odd {
+		if got := readAll(t, ctx, b, dir+"/"+n); string(got) != n {
+			t.Errorf("content of %q = %q", n, got)
+		}
+		if fi, err := b.Stat(ctx, dir+"/"+n); err != nil || fi.Name() != n || fi.Size() != int64(len(n)) {
+			t.Errorf("Stat(%q) = %v, %v", n, fi, err)
+		}
+		if p, err := b.RealPath(ctx, dir+"/"+n); err != nil || !strings.HasSuffix(p, "/"+n) {
+			t.Errorf("RealPath(%q) = %q, %v", n, p, err)
+		}
+	}
+	if out := sh(t, ctx, b, dir, "cat -- '-dash' 'a b'"); out != "-dasha b" {
+		t.Errorf("the shell reads %q", out)
+	}
+}
+
+// testSparse: sizes above 4 GiB survive the transport (no 32-bit parsing).
+func testSparse(t testing.TB, ctx context.Context, b ops.Backend) {
+	dir := scratch(t, ctx, b)
+	sh(t, ctx, b, dir, "dd if=/dev/null of=big bs=1048576 seek=5120 2>/dev/null")
+	const size = 5 << 30
+	fi, err := b.Stat(ctx, dir+"/big")
+	if err != nil || fi.Size() != size {
+		t.Fatalf("Stat = %v, %v; want size %d", fi, err, int64(size))
+	}
+	es, err := b.ReadDir(ctx, dir)
+	if err != nil || len(es) != 1 {
+		t.Fatalf("ReadDir = %v, %v", names(es), err)
+	}
+	if fi, err := es[0].Info(); err != nil || fi.Size() != size {
+		t.Fatalf("entry Info = %v, %v; want size %d", fi, err, int64(size))
 	}
 }
