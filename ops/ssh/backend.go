@@ -85,6 +85,7 @@ func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backen
 // $TMPDIR. $1 is the shim's content-addressed file name: when a working copy
 // is already next to the spill directories, no upload is needed.
 const probeScript = `h=$HOME
+echo pi-sandbox-probe
 printf 'home=%s\n' "$h"
 printf 'pwd=%s\n' "$(pwd)"
 printf 'uid=%s\n' "$(id -u)"
@@ -108,6 +109,10 @@ func (b *Backend) probe(ctx context.Context) error {
 	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript)+" probe "+shQuote(sh.name))
 	if err != nil {
 		return fmt.Errorf("sshops: probe: %w", err)
+	}
+	// What the login shell's rc files printed comes before the marker.
+	if i := bytes.Index(out, []byte("pi-sandbox-probe\n")); i >= 0 {
+		out = out[i:]
 	}
 	kv := map[string]string{}
 	sc := bufio.NewScanner(bytes.NewReader(out))

@@ -309,11 +309,15 @@ func newSFTP(ctx context.Context, client *ssh.Client) (*sftp.Client, error) {
 	}
 	ch := make(chan res, 1)
 	go func() {
-		c, err := sftp.NewClient(client,
-			sftp.MaxPacketUnchecked(maxPacket),
-			sftp.UseConcurrentReads(true),
-			sftp.UseConcurrentWrites(true),
-		)
+		c, err := openSFTP(client, "")
+		if err != nil && !isTransport(err, nil) {
+			// A login shell rc file that prints corrupts the subsystem's
+			// stream (sshd starts sftp-server through the user's shell):
+			// run the server as a command behind our marker instead.
+			if c2, err2 := openSFTP(client, sftpExec); err2 == nil {
+				c, err = c2, nil
+			}
+		}
 		ch <- res{c, err}
 	}()
 	select {
@@ -327,6 +331,49 @@ func newSFTP(ctx context.Context, client *ssh.Client) (*sftp.Client, error) {
 		}()
 		return nil, ctx.Err()
 	}
+}
+
+// sftpExec starts OpenSSH's sftp-server where distributions put it, after
+// the wrapper's stdout marker.
+const sftpExec = `printf '` + outMarker + `'; for p in /usr/lib/openssh/sftp-server /usr/libexec/openssh/sftp-server /usr/lib/ssh/sftp-server /usr/libexec/sftp-server /usr/lib/sftp-server; do [ -x "$p" ] && exec "$p"; done; exit 127`
+
+// openSFTP starts an SFTP client on a new session: the "sftp" subsystem
+// when command is empty, else command (whose stdout starts with outMarker).
+// The session is closed when the client is, or on failure.
+func openSFTP(client *ssh.Client, command string) (*sftp.Client, error) {
+	s, err := client.NewSession()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err1 := s.StdinPipe()
+	stdout, err2 := s.StdoutPipe()
+	if err := errors.Join(err1, err2); err != nil {
+		s.Close()
+		return nil, err
+	}
+	if command == "" {
+		err = s.RequestSubsystem("sftp")
+	} else if err = s.Start(command); err == nil && !skipPreamble(stdout) {
+		err = errors.New("sftp-server did not start")
+	}
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	c, err := sftp.NewClientPipe(stdout, stdin,
+		sftp.MaxPacketUnchecked(maxPacket),
+		sftp.UseConcurrentReads(true),
+		sftp.UseConcurrentWrites(true),
+	)
+	if err != nil {
+		s.Close()
+		return nil, err
+	}
+	go func() {
+		c.Wait()
+		s.Close()
+	}()
+	return c, nil
 }
 
 // maxPacket is the SFTP payload size: OpenSSH's sftp-server accepts reads

@@ -253,8 +253,12 @@ type controlEvent struct {
 }
 
 // copyOut delivers output chunks as they arrive, never after Run returned.
+// What comes before the wrapper's marker is the login shell's and dropped.
 func (r *runState) copyOut(stdout io.Reader) {
 	defer close(r.outDone)
+	if !skipPreamble(stdout) {
+		return
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		n, err := stdout.Read(buf)
@@ -275,6 +279,29 @@ func (r *runState) copyOut(stdout io.Reader) {
 	}
 }
 
+// skipPreamble reads up to and including outMarkerBytes, one byte at a time
+// so that no output after it is consumed. It reports false when the stream
+// ended first.
+func skipPreamble(r io.Reader) bool {
+	var window []byte
+	one := make([]byte, 1)
+	for {
+		n, err := r.Read(one)
+		if n == 1 {
+			window = append(window, one[0])
+			if len(window) > len(outMarkerBytes) {
+				window = window[1:]
+			}
+			if string(window) == outMarkerBytes {
+				return true
+			}
+		}
+		if err != nil {
+			return false
+		}
+	}
+}
+
 // readControl parses the wrapper's reports on the session's stderr.
 func (r *runState) readControl(stderr io.Reader) {
 	sc := bufio.NewScanner(stderr)
@@ -284,7 +311,11 @@ func (r *runState) readControl(stderr io.Reader) {
 			r.shimLine(rest)
 			continue
 		}
-		f := strings.Fields(line)
+		rest, ok := strings.CutPrefix(line, "pi-sandbox-ssh: ")
+		if !ok {
+			continue // the login shell's rc files, say
+		}
+		f := strings.Fields(rest)
 		if len(f) == 1 && f[0] == "eof" {
 			r.control <- controlEvent{kind: "eof"}
 			continue

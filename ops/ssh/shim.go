@@ -120,7 +120,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 		return "", fmt.Errorf("upload: %w", err)
 	}
 	out, err := b.runShort(ctx, shQuote(target)+" __shim version 2>&1")
-	if err != nil || !strings.HasPrefix(string(out), "pi-sandbox-shim ") {
+	if err != nil || !strings.Contains(string(out), "pi-sandbox-shim ") {
 		return "", fmt.Errorf("%s does not run: %v %s", target, err, bytes.TrimSpace(out))
 	}
 	return target, nil

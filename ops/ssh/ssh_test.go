@@ -287,3 +287,24 @@ func TestNewFromClient(t *testing.T) {
 	}
 	sess.Close()
 }
+
+// TestChattyRC logs in as a user whose ~/.bashrc prints to stdout and
+// stderr: the output and the wrapper's reports must not see it.
+func TestChattyRC(t *testing.T) {
+	s := sshtest.StartWith(t, sshtest.Options{BashRC: "echo rc-noise; echo 'pi-sandbox-ssh: exit 7' >&2; echo exit 5 >&2"})
+	if !s.Dedicated {
+		t.Skip("needs a throwaway user (root and useradd)")
+	}
+	cfg := s.Config()
+	cfg.WorkDir = s.TempDir(t)
+	ctx := context.Background()
+	b, err := sshops.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	var out syncBuf
+	if err := b.Run(ctx, &ops.Cmd{Command: "echo clean", Output: &out}); err != nil || out.String() != "clean\n" {
+		t.Fatalf("Run = %q, %v", out.String(), err)
+	}
+}

@@ -10,11 +10,16 @@ import (
 // is merged into stdout at the source, so stdout carries the output in the
 // order it was written):
 //
-//	pgid N          the command's process group, once started
-//	exit N          the shell's exit status (128+n after signal n)
-//	eof             every process holding the output has closed it
-//	start chdir E   the working directory could not be entered (errno E)
-//	start setsid    setsid(1) is missing
+//	pi-sandbox-ssh: pgid N          the command's process group
+//	pi-sandbox-ssh: exit N          the shell's exit status (128+n after signal n)
+//	pi-sandbox-ssh: eof             every process holding the output closed it
+//	pi-sandbox-ssh: start chdir E   the working directory could not be entered
+//	pi-sandbox-ssh: start setsid    setsid(1) is missing
+//
+// Before anything else the wrapper writes outMarker on stdout: what the login
+// shell's rc files printed comes before it and is dropped, and other lines
+// on stderr are ignored, so a chatty ~/.bashrc does not leak into the
+// output or confuse the reports.
 //
 // The output goes through cat because sshd sends the channel's EOF only once
 // stderr is closed too, which the wrapper keeps open: cat's EOF is how the
@@ -36,12 +41,13 @@ import (
 // group gets SIGKILL. In a non-interactive shell a background job is not a
 // group leader, so `setsid CMD &` does not fork again and $! is the group.
 // Written for POSIX sh and busybox (`kill -9 -PGID`, no `--`, no setsid -w).
-const wrapScript = `exec 3>&2 2>/dev/null 4<&0 </dev/null
+const wrapScript = `printf '` + outMarker + `'
+exec 3>&2 2>/dev/null 4<&0 </dev/null
 if ! cd "$1"; then
 if [ ! -e "$1" ]; then e=ENOENT; elif [ ! -d "$1" ]; then e=ENOTDIR; else e=EACCES; fi
-printf 'start chdir %s\n' "$e" >&3; exit 127
+printf 'pi-sandbox-ssh: start chdir %s\n' "$e" >&3; exit 127
 fi
-command -v setsid >/dev/null || { printf 'start setsid\n' >&3; exit 127; }
+command -v setsid >/dev/null || { printf 'pi-sandbox-ssh: start setsid\n' >&3; exit 127; }
 s=$2 c=$3 x=$4; shift 4
 SHLVL=1; export SHLVL
 for kv; do export "$kv"; done
@@ -53,15 +59,22 @@ setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
 fi
 p=$!
 exec >/dev/null
-printf 'pgid %s\n' "$p" >&3
+printf 'pi-sandbox-ssh: pgid %s\n' "$p" >&3
 (read -r _; ` + shimStop + `; kill -9 -"$p") <&4 3>&- &
 w=$!
 exec 4<&-
 wait "$p"; st=$?
-printf 'exit %s\n' "$st" >&3
+printf 'pi-sandbox-ssh: exit %s\n' "$st" >&3
 wait "$w"
 exit "$st"
-} | { cat; printf 'eof\n' >&3; }`
+} | { cat; printf 'pi-sandbox-ssh: eof\n' >&3; }`
+
+// outMarker starts the wrapper's stdout (printf format; \036 is the ASCII
+// record separator, which rc files do not print).
+const outMarker = `\036pi-sandbox-ssh\036`
+
+// outMarkerBytes is outMarker as printf writes it.
+const outMarkerBytes = "\x1epi-sandbox-ssh\x1e"
 
 // shimStop asks a shim ($x, pid $p) to kill every descendant (setsid
 // escapees included) and waits up to 2 s for it; the group kill follows.
