@@ -36,7 +36,10 @@
 // (measured on loopback: Run("true") 33 ms for a clean user, 370 ms with a
 // 300 ms rc file; the wrapper keeps bash from sourcing it a second time).
 // SFTP with OpenSSH's sftp-server subsystem also starts through the login
-// shell, once per connection.
+// shell, once per connection. An rc file that prints does not leak into
+// command output (the wrapper's stdout starts with a marker; earlier bytes
+// are dropped) and does not break SFTP (when the subsystem's stream is
+// corrupt, sftp-server is started as a command behind the same marker).
 //
 // Each Run is one session running a small /bin/sh wrapper (wrap.go) that
 // starts the command with setsid, under the shim when it could be uploaded
