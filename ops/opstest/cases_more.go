@@ -3,6 +3,7 @@ package opstest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -24,6 +25,8 @@ func moreCases() []testCase {
 		{name: "Run/LongCommand", fn: testLongCommand},
 		{name: "Run/EnvWithNewlineAndUnicode", fn: testEnvSpecial},
 		{name: "Run/ZeroTimeoutIsNone", fn: testZeroTimeout},
+		{name: "Run/CancelWhileFlooding", fn: testFlood(false)},
+		{name: "Run/TimeoutWhileFlooding", fn: testFlood(true)},
 		{name: "Files/OddNames", fn: testOddNames},
 		{name: "Stat/SparseOver4GiB", fn: testSparse},
 		{name: "Run/CancelKillsDeepTree", fn: testCancelKillsTree(
@@ -170,4 +173,61 @@ func testSparse(t testing.TB, ctx context.Context, b ops.Backend) {
 	if fi, err := es[0].Info(); err != nil || fi.Size() != size {
 		t.Fatalf("entry Info = %v, %v; want size %d", fi, err, int64(size))
 	}
+}
+
+// testFlood stops a command that writes as fast as it can: Run must return
+// promptly, not drain forever.
+func testFlood(timeout bool) caseFunc {
+	return func(t testing.TB, ctx context.Context, b ops.Backend) {
+		cctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		sink := &floodSink{ready: make(chan struct{})}
+		c := &ops.Cmd{Command: "yes", Output: sink}
+		if timeout {
+			c.Timeout = time.Second
+		}
+		errc := make(chan error, 1)
+		go func() { errc <- b.Run(cctx, c) }()
+		if !timeout {
+			select {
+			case <-sink.ready:
+			case <-ctx.Done():
+				t.Fatal("no output")
+			}
+		}
+		cause := fmt.Errorf("opstest: flood stopped")
+		start := time.Now()
+		if !timeout {
+			cancel(cause)
+		}
+		err := waitErr(t, ctx, errc)
+		limit := 10 * time.Second
+		if timeout {
+			limit += time.Second
+		}
+		if d := time.Since(start); d > limit {
+			t.Errorf("Run returned %s after the stop", d)
+		}
+		var te *ops.TimeoutError
+		switch {
+		case timeout && !errors.As(err, &te):
+			t.Fatalf("Run = %v, want *ops.TimeoutError", err)
+		case !timeout && !errors.Is(err, cause):
+			t.Fatalf("Run = %v, want the cause", err)
+		}
+	}
+}
+
+// floodSink counts bytes and closes ready at the first byte.
+type floodSink struct {
+	n     int64
+	ready chan struct{}
+}
+
+func (s *floodSink) Write(p []byte) (int, error) {
+	if s.n == 0 && len(p) > 0 {
+		close(s.ready)
+	}
+	s.n += int64(len(p))
+	return len(p), nil
 }
