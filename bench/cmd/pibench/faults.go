@@ -85,9 +85,18 @@ func listScript(t tagger) string {
 // survivors lists the live (non-zombie) processes carrying t's tag through
 // a fresh Run on b, and kills them so they do not pile up.
 func survivors(ctx context.Context, b ops.Backend, t tagger) (int, []string, error) {
-	out, err := runOut(ctx, b, listScript(t), 60*time.Second)
+	var out string
+	var err error
+	// A fault may have dropped b's connection: the first call after it may
+	// fail while the next one reconnects.
+	for range 3 {
+		if out, err = runOut(ctx, b, listScript(t), 60*time.Second); err == nil {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err != nil {
-		return 0, nil, fmt.Errorf("list processes: %w", err)
+		return -1, nil, fmt.Errorf("list processes: %w", err)
 	}
 	if !strings.Contains(out, "end") {
 		return 0, nil, fmt.Errorf("list processes: incomplete output %q", out)
@@ -347,7 +356,7 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	case "docker":
 		rows = append(rows, dockerFaults(ctx, o, p, e, max(o.trials/40, 3))...)
 	case "ssh":
-		rows = append(rows, sshFaults(ctx, o, p, e, max(o.trials/20, 5))...)
+		rows = append(rows, sshFaults(ctx, o, p, e, max(o.trials/40, 5))...)
 	}
 	p.step("%s: escape attempts", e.name)
 	rows = append(rows, escapeAttempts(ctx, e)...)

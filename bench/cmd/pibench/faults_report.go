@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,14 +39,20 @@ func writeFaults(o *options, rows []scenResult, took time.Duration) error {
 		if r.P50Ms > 0 || r.P99Ms > 0 {
 			lat = f2(r.P50Ms) + " / " + f2(r.P99Ms)
 		}
-		w("| %s | %s | %d | %d | %d | %d | %d | %s | %s |\n", r.Backend, r.Scenario, r.Trials, r.Failures, r.Hangs, r.Survivors, r.Lost, lat, cellText(note))
+		sv := strconv.Itoa(r.Survivors)
+		if r.Survivors < 0 {
+			sv = "unknown"
+			total["unknown"]++
+		} else {
+		}
+		w("| %s | %s | %d | %d | %d | %s | %d | %s | %s |\n", r.Backend, r.Scenario, r.Trials, r.Failures, r.Hangs, sv, r.Lost, lat, cellText(note))
 		total["failures"] += r.Failures
 		total["hangs"] += r.Hangs
-		total["survivors"] += r.Survivors
 		total["lost"] += r.Lost
 	}
 	w("\n## Targets\n\n| target | measured | status |\n|---|---|---|\n")
-	for _, t := range []struct{ name, key string }{{"0 survivors", "survivors"}, {"0 hangs", "hangs"}, {"0 lost or partial files", "lost"}, {"0 failures (wrong outcomes, escapes)", "failures"}} {
+	w("| 0 survivors | %d (+%d scenarios whose listing failed) | **%s** |\n", total["survivors"], total["unknown"], verdict(total["survivors"] == 0 && total["unknown"] == 0))
+	for _, t := range []struct{ name, key string }{{"0 hangs", "hangs"}, {"0 lost or partial files", "lost"}, {"0 failures (wrong outcomes, escapes)", "failures"}} {
 		w("| %s | %d | **%s** |\n", t.name, total[t.key], verdict(total[t.key] == 0))
 	}
 	for _, r := range rows {

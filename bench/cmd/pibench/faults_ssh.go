@@ -103,6 +103,9 @@ func inFlightFault(ctx context.Context, b ops.Backend, t tagger, i int, fault fu
 	fault()
 	err, lat, hung := await(ch)
 	out := trialOut{lat: lat, hang: hung}
+	if hung {
+		out.fail = "the call in flight did not return within " + hangLimit.String()
+	}
 	if !hung && !errors.Is(err, ops.ErrTransport) {
 		out.fail = fmt.Sprintf("want a transport error, got %v", err)
 	}
@@ -111,6 +114,9 @@ func inFlightFault(ctx context.Context, b ops.Backend, t tagger, i int, fault fu
 	next, _, hung2 := await(ch2)
 	if hung2 {
 		out.hang = true
+		if out.fail == "" {
+			out.fail = "the next call did not return within " + hangLimit.String()
+		}
 	} else if next != nil && out.fail == "" {
 		out.fail = fmt.Sprintf("next call after the fault: %v", next)
 	}

@@ -68,10 +68,10 @@ func main() {
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
-	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 20s, -quick 8s); an op that hits it reports on fewer calls")
+	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 15s, -quick 8s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
-		opBudget = 20 * time.Second
+		opBudget = 15 * time.Second
 		if o.quick {
 			opBudget = 8 * time.Second
 		}
