@@ -21,14 +21,23 @@ import (
 // ctx of their own; a request abandoned on cancel finishes in the background.
 //
 // A call that fails because the connection was already dead (dropped but not
-// yet noticed) is tried once more on a new connection: file operations here
-// are idempotent or atomic, so a repeat is harmless.
+// yet noticed), or its SFTP server was, is tried once more on a new one: file
+// operations here are idempotent or atomic, so a repeat is harmless.
 func (b *Backend) do(ctx context.Context, fn func(sc *sftp.Client, c *conn) error) error {
 	c, err := b.do1(ctx, fn)
-	if err != nil && errors.Is(err, ops.ErrTransport) && c != nil && b.pool.dial != nil && ctx.Err() == nil &&
-		b.pool.waitDead(c, 300*time.Millisecond) {
-		_, err = b.do1(ctx, fn)
+	if err == nil || !errors.Is(err, ops.ErrTransport) || c == nil || ctx.Err() != nil {
+		return err
 	}
+	if b.pool.waitDead(c, 300*time.Millisecond) {
+		if b.pool.dial == nil {
+			return err
+		}
+	} else {
+		// The connection lives but its SFTP server is gone (killed,
+		// crashed): start another.
+		b.pool.dropSFTP(c)
+	}
+	_, err = b.do1(ctx, fn)
 	return err
 }
 

@@ -302,6 +302,22 @@ func (p *pool) sftpClient(ctx context.Context) (*sftp.Client, *conn, error) {
 	}
 }
 
+// dropSFTP forgets c's SFTP client (its server is gone) and frees its slot,
+// so the next call starts another.
+func (p *pool) dropSFTP(c *conn) {
+	p.mu.Lock()
+	sc := c.sftp
+	if sc != nil {
+		c.sftp = nil
+		c.inUse--
+		p.notifyLocked()
+	}
+	p.mu.Unlock()
+	if sc != nil {
+		sc.Close()
+	}
+}
+
 func newSFTP(ctx context.Context, client *ssh.Client) (*sftp.Client, error) {
 	type res struct {
 		c   *sftp.Client

@@ -308,3 +308,21 @@ func TestChattyRC(t *testing.T) {
 		t.Fatalf("Run = %q, %v", out.String(), err)
 	}
 }
+
+// TestSFTPServerKilled: the connection lives on but its sftp-server dies;
+// the next file call starts another.
+func TestSFTPServerKilled(t *testing.T) {
+	b := open(t)
+	ctx := context.Background()
+	f := path.Join(b.Info().WorkDir, "f")
+	if err := b.WriteFile(ctx, f, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuf
+	if err := b.Run(ctx, &ops.Cmd{Command: "pkill -KILL -u $(id -u) -x sftp-server; echo $?", Output: &out}); err != nil || out.String() != "0\n" {
+		t.Fatalf("pkill: %q %v", out.String(), err)
+	}
+	if got, err := ops.ReadFile(ctx, b, f); err != nil || string(got) != "x" {
+		t.Fatalf("read after the SFTP server died: %q %v", got, err)
+	}
+}
