@@ -57,6 +57,7 @@
 // says that a setsid escapee survives.
 //
 // Limits: a command string longer than the remote kernel's single-argument
-// limit (128 KiB on Linux) cannot be run; Access compares permission bits
-// (no ACLs).
+// limit (128 KiB on Linux) cannot be run; the user's login shell must take
+// a single-quoted string spanning lines (sh, bash, dash, ksh, zsh and fish
+// do; csh and tcsh do not); Access compares permission bits (no ACLs).
 package sshops
