@@ -102,6 +102,8 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	var limits []string
 	caps := []string{"linecount"}
 	switch {
+	case runtime.GOOS != "linux":
+		limits = append(limits, "no shim on "+runtime.GOOS+": a process that calls setsid survives a kill")
 	case cfg.NoShim:
 		limits = append(limits, "no shim (disabled): a process that calls setsid survives a kill")
 	case cfg.ShimPath != "":

@@ -5,8 +5,6 @@ import (
 	"os"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // pump copies the command's output pipe to the sink as bytes arrive.
@@ -83,14 +81,4 @@ func (p *pump) drain(wait, limit time.Duration) {
 		<-p.done
 		return
 	}
-}
-
-// pending reports whether bytes wait in the pipe: a starved reader
-// goroutine must not make a busy command look idle.
-func (p *pump) pending() bool {
-	n := 0
-	if rc, err := p.r.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ) })
-	}
-	return n > 0
 }
