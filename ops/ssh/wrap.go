@@ -77,9 +77,10 @@ const outMarker = `\036pi-sandbox-ssh\036`
 const outMarkerBytes = "\x1epi-sandbox-ssh\x1e"
 
 // shimStop asks a shim ($x, pid $p) to kill every descendant (setsid
-// escapees included) and waits up to 2 s for it; the group kill follows.
-// Without a shim it does nothing.
-const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while kill -0 "$p" && [ $n -lt 40 ]; do sleep 0.05; n=$((n+1)); done; } 2>/dev/null`
+// escapees included) and waits up to 2 s for it to be gone or a zombie (a
+// shim whose wrapper was killed is reaped by PID 1, which may never do it);
+// the group kill follows. Without a shim it does nothing.
+const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while [ $n -lt 40 ]; do z=$(sed 's/.*) //' /proc/$p/stat | cut -c1); case "$z" in ""|Z|X) break;; esac; sleep 0.05; n=$((n+1)); done; } 2>/dev/null`
 
 // remoteCommand is the exec request for one Run. sshd hands it to the user's
 // login shell, so everything is quoted for a POSIX shell and the wrapper runs
