@@ -107,7 +107,8 @@ func runMain(args []string, stderr io.Writer) int {
 	}
 
 	statusCh := make(chan syscall.WaitStatus, 1)
-	go reap(pid, statusCh)
+	empty := make(chan struct{}) // closed when the shim has no child left
+	go reap(pid, statusCh, empty)
 
 	cp := &copier{activity: make(chan struct{}, 1)}
 	copyDone := make(chan error, 1)
@@ -159,8 +160,15 @@ loop:
 			break loop
 		}
 	}
-	if !killDescendants(os.Getpid(), killLimit) {
-		diag("warning: processes survived the kill sweep")
+	// No child at all means no descendant (orphans are re-parented to the
+	// subreaper), so the /proc walk — milliseconds on a busy host — is
+	// skipped in the common case of a command that left nothing behind.
+	select {
+	case <-empty:
+	default:
+		if !killDescendants(os.Getpid(), killLimit) {
+			diag("warning: processes survived the kill sweep")
+		}
 	}
 	if !exited {
 		status = <-statusCh
@@ -213,7 +221,8 @@ func exitStatus(ws syscall.WaitStatus) int {
 
 // reap waits for every child (orphans are re-parented to the subreaper) and
 // reports the command's own status.
-func reap(pid int, statusCh chan<- syscall.WaitStatus) {
+func reap(pid int, statusCh chan<- syscall.WaitStatus, empty chan<- struct{}) {
+	defer close(empty)
 	for {
 		var ws syscall.WaitStatus
 		p, err := syscall.Wait4(-1, &ws, 0, nil)
