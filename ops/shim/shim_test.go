@@ -244,3 +244,21 @@ func TestGrepAndFindModes(t *testing.T) {
 		t.Errorf("find: %s, %v", out, err)
 	}
 }
+
+// TestOrphansAreSwept: a double-forked orphan is re-parented to the shim
+// (the subreaper) and killed at the end, as is a setsid escapee.
+func TestOrphansAreSwept(t *testing.T) {
+	out, err := shimCmd(t, "run", "--", "/bin/sh", "-c",
+		"(sleep 300 >/dev/null 2>&1 & echo $!); (setsid sleep 300 >/dev/null 2>&1 & echo $!)").Output()
+	if err != nil {
+		t.Fatalf("shim: %v", err)
+	}
+	pids := strings.Fields(string(out))
+	if len(pids) != 2 {
+		t.Fatalf("output %q", out)
+	}
+	for _, p := range pids {
+		pid, _ := strconv.Atoi(p)
+		deadSoon(t, pid)
+	}
+}
