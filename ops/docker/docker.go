@@ -101,7 +101,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 
 // probeScript prints key=value lines about the target and prepares the
 // sandbox directory. $1 is the working directory, $2 the preferred state
-// directory (empty for an existing container), $3 a random suffix.
+// directory (empty for an existing container), $3 a random suffix, $4 the
+// shim's content-addressed file name (empty without a shim): an upload
+// from an earlier sandbox in this container is reused.
 const probeScript = `
 echo "uid=$(id -u)"; echo "gid=$(id -g)"; echo "user=$(id -un 2>/dev/null)"
 echo "home=$HOME"; echo "arch=$(uname -m)"; echo "os=$(uname -s)"
@@ -120,6 +122,8 @@ fi
 if [ -n "$st" ] && mkdir -p "$st/spill" "$st/run"; then
   echo "state=$st"
   fs=$(stat -f -c %T "$st" 2>/dev/null); echo "statefs=$fs"
+  sp=${st%/*}/$4
+  if [ -n "$4" ] && [ -x "$sp" ] && "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; fi
 fi
 true
 `
@@ -132,7 +136,12 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if b.ephemeral {
 		stateBase = DefaultStateDir
 	}
-	res, err := b.script(ctx, "set -- "+shellproc.Quote(cfg.WorkDir)+" "+shellproc.Quote(stateBase)+" "+suffix+"\n"+probeScript, nil)
+	sf := readShim(cfg)
+	args := []string{cfg.WorkDir, stateBase, suffix, sf.name}
+	for i, a := range args {
+		args[i] = shellproc.Quote(a)
+	}
+	res, err := b.script(ctx, "set -- "+strings.Join(args, " ")+"\n"+probeScript, nil)
 	if err != nil {
 		return fmt.Errorf("docker: probe: %w", err)
 	}
@@ -190,7 +199,7 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "no cgroup oom_kill counter: an out-of-memory kill is reported as a plain signal death")
 	}
 	b.info = info
-	b.setupShim(ctx, cfg)
+	b.setupShim(ctx, sf, kv["shim"])
 	return nil
 }
 

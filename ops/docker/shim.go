@@ -18,15 +18,44 @@ import (
 
 const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
 
-// setupShim uploads the shim (once per container: the path is content
-// addressed and checked first) and records it; on any failure the plain
-// wrapper runs commands and Info.Limits says why.
-func (b *Backend) setupShim(ctx context.Context, cfg *Config) {
+// shimFile is the host's shim binary, read before the probe so the probe
+// can look for an earlier upload of the same content.
+type shimFile struct {
+	host string
+	data []byte
+	name string // content-addressed file name in the container
+	err  error  // why there is no shim
+}
+
+func readShim(cfg *Config) *shimFile {
 	if cfg.NoShim {
-		b.info.Limits = append(b.info.Limits, noShimLimit+" (disabled)")
-		return
+		return &shimFile{err: fmt.Errorf("disabled")}
 	}
-	p, err := b.uploadShim(ctx, cfg.ShimBinary)
+	host := cfg.ShimBinary
+	if host == "" {
+		var err error
+		if host, err = shim.HostBinary(); err != nil {
+			return &shimFile{err: err}
+		}
+	}
+	data, err := os.ReadFile(host)
+	if err != nil {
+		return &shimFile{err: fmt.Errorf("read shim binary: %w", err)}
+	}
+	sum := sha256.Sum256(data)
+	return &shimFile{host: host, data: data, name: "pi-sandbox-shim-" + hex.EncodeToString(sum[:8])}
+}
+
+// setupShim records the shim the probe found (found is its path, "" when
+// absent) or uploads it, once per container: the path is content
+// addressed, next to the sandbox directories, so later sandboxes in the
+// same container reuse it. On any failure the plain wrapper runs commands
+// and Info.Limits says why.
+func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
+	p, err := found, sf.err
+	if err == nil && p == "" {
+		p, err = b.uploadShim(ctx, sf)
+	}
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
 		return
@@ -35,36 +64,17 @@ func (b *Backend) setupShim(ctx context.Context, cfg *Config) {
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
 }
 
-func (b *Backend) uploadShim(ctx context.Context, host string) (string, error) {
-	if host == "" {
-		var err error
-		if host, err = shim.HostBinary(); err != nil {
-			return "", err
-		}
+// uploadShim writes the binary through exec stdin (temp file, chmod, mv)
+// and checks it runs there: the sandbox directory's file system must allow
+// exec, which our profile's volume does.
+func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) {
+	if err := checkStaticELF(sf.data, b.info.Arch); err != nil {
+		return "", fmt.Errorf("%s: %w", sf.host, err)
 	}
-	data, err := os.ReadFile(host)
-	if err != nil {
-		return "", fmt.Errorf("read shim binary: %w", err)
-	}
-	if err := checkStaticELF(data, b.info.Arch); err != nil {
-		return "", fmt.Errorf("%s: %w", host, err)
-	}
-	sum := sha256.Sum256(data)
-	// Next to the sandbox directories, so later sandboxes in the same
-	// container reuse it; the sandbox directory's file system allows exec
-	// in our profile (a volume), which the version check proves.
-	target := path.Join(path.Dir(b.stateDir), "pi-sandbox-shim-"+hex.EncodeToString(sum[:8]))
+	target := path.Join(path.Dir(b.stateDir), sf.name)
 	q := shellproc.Quote(target)
-	check := "[ -x " + q + " ] && " + q + " __shim version 2>&1"
-	res, err := b.script(ctx, check, nil)
-	if err != nil {
-		return "", err
-	}
-	if res.code == 0 && strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
-		return target, nil
-	}
 	up := "t=" + q + ".$$; cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" " + q + " && " + q + " __shim version 2>&1 || { s=$?; rm -f \"$t\"; return $s; }"
-	res, err = b.script(ctx, up, io.Reader(bytes.NewReader(data)))
+	res, err := b.script(ctx, up, io.Reader(bytes.NewReader(sf.data)))
 	if err != nil {
 		return "", err
 	}
