@@ -36,11 +36,15 @@ bench: build
 	bin/pibench bench -bin $(BIN) $(BENCHFLAGS)
 
 # Reliability under faults (bench/faults.md): timeouts and aborts of process trees, killed and
-# paused containers, cut SSH connections, sshd restarts, escape attempts. FAULTFLAGS='-trials 50'.
+# paused containers, cut SSH connections, sshd restarts, escape attempts; then the docker
+# timeout trials with the shim and the plain wrapper (bench/faults-docker-trials.txt).
+# FAULT_TRIALS=50 for a shorter run; FAULTFLAGS='-backends local,ssh'.
+FAULT_TRIALS ?= 200
 faults: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
-	bin/pibench faults -bin $(BIN) $(FAULTFLAGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/
+	bin/pibench faults -bin $(BIN) -trials $(FAULT_TRIALS) $(FAULTFLAGS)
+	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
+	@! grep -q '^FAIL' bench/faults-docker-trials.txt
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with
 # `pi-sandbox run` on the local backend, in a temporary copy, then check its tests pass.
