@@ -111,6 +111,14 @@ func TestDockerEphemeral(t *testing.T) {
 			if !strings.HasPrefix(info.SpillDir, docker.DefaultStateDir+"/") {
 				t.Errorf("SpillDir = %q, want under the state volume %s", info.SpillDir, docker.DefaultStateDir)
 			}
+			if !info.Has("shim") || len(info.Limits) != 0 {
+				t.Errorf("Capabilities %v, Limits %q: want the shim and no limits", info.Capabilities, info.Limits)
+			}
+			// The spill directory is disk-backed (a volume), not a tmpfs.
+			var fsType bytes.Buffer
+			if err := b.Run(ctx, &ops.Cmd{Command: "stat -f -c %T " + info.SpillDir, Output: &fsType}); err != nil || strings.Contains(fsType.String(), "tmpfs") {
+				t.Errorf("spill directory file system %q, %v", fsType.String(), err)
+			}
 			ins, err := cli.ContainerInspect(ctx, b.ID(), client.ContainerInspectOptions{})
 			if err != nil {
 				t.Fatal(err)
