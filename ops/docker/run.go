@@ -23,6 +23,8 @@ const (
 	// inspectEvery is how often ExecInspect is polled while a command runs,
 	// to notice a wrapper that died without its exit line.
 	inspectEvery = 250 * time.Millisecond
+	// maxInlineCommand is the longest command passed in the exec's argv.
+	maxInlineCommand = 96 << 10
 	// shimSlack is added to the exit grace when the shim, which applies the
 	// grace itself, is in charge.
 	shimSlack = 2 * time.Second
@@ -39,9 +41,27 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if dir == "" {
 		dir = b.info.WorkDir
 	}
-	pidFile := b.runDir + "/" + newCallID()
+	callID := newCallID()
+	pidFile := b.runDir + "/" + callID
+	command := cmd.Command
+	if len(command) > maxInlineCommand {
+		// Linux caps one exec argument at 128 KiB (MAX_ARG_STRLEN): a
+		// longer command goes to a file first and is sourced from it.
+		f := b.runDir + "/" + callID + ".sh"
+		res, err := b.script(ctx, "cat > "+shellproc.Quote(f), strings.NewReader(command))
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
+			}
+			return err
+		}
+		if res.code != 0 {
+			return &ops.StartError{Err: fmt.Errorf("docker: write the command to %s: %s", f, strings.TrimSpace(res.stderr))}
+		}
+		command = ". " + shellproc.Quote(f)
+	}
 	script, err := shellproc.Script(shellproc.Spec{
-		Command: cmd.Command,
+		Command: command,
 		Shell:   b.info.Shell,
 		Dir:     dir,
 		Env:     append(append([]string{}, b.env...), cmd.Env...),
