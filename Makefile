@@ -17,7 +17,7 @@ build:
 # The static binary doubles as the shim uploaded into containers and ssh hosts.
 test: build
 	$(GO) vet $(PKGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -race -timeout $(TIMEOUT) $(PKGS)
+	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
 
 test-unit:
 	$(GO) test -race -short -timeout $(TIMEOUT) $(PKGS)
