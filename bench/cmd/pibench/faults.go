@@ -23,20 +23,21 @@ const hangLimit = 30 * time.Second
 
 // scenResult is one row of faults.md.
 type scenResult struct {
-	Backend   string   `json:"backend"`
-	Scenario  string   `json:"scenario"`
-	Trials    int      `json:"trials"`
-	Failures  int      `json:"failures"`
-	Hangs     int      `json:"hangs"`
-	Survivors int      `json:"survivors"`
-	Lost      int      `json:"lostOrPartialFiles"`
-	NotReady  int      `json:"notReady,omitempty"`
-	P50Ms     float64  `json:"returnP50Ms"`
-	P99Ms     float64  `json:"returnP99Ms"`
-	FirstFail string   `json:"firstFailure,omitempty"`
-	Note      string   `json:"note,omitempty"`
-	Skipped   string   `json:"skipped,omitempty"`
-	Details   []string `json:"details,omitempty"`
+	Backend   string         `json:"backend"`
+	Scenario  string         `json:"scenario"`
+	Trials    int            `json:"trials"`
+	Failures  int            `json:"failures"`
+	Hangs     int            `json:"hangs"`
+	Survivors int            `json:"survivors"`
+	Lost      int            `json:"lostOrPartialFiles"`
+	NotReady  int            `json:"notReady,omitempty"`
+	P50Ms     float64        `json:"returnP50Ms"`
+	P99Ms     float64        `json:"returnP99Ms"`
+	FirstFail string         `json:"firstFailure,omitempty"`
+	Note      string         `json:"note,omitempty"`
+	Skipped   string         `json:"skipped,omitempty"`
+	Details   []string       `json:"details,omitempty"`
+	Outcomes  map[string]int `json:"outcomes,omitempty"`
 }
 
 // trialOut is one trial's outcome. lat is how long the call took to return
@@ -47,6 +48,8 @@ type trialOut struct {
 	notReady bool
 	lost     bool
 	lat      time.Duration
+	// outcome names what happened when several outcomes are acceptable.
+	outcome string
 }
 
 // tagger names the sleeps of a scenario so survivors can be found by their
@@ -280,6 +283,12 @@ func trials(p *progress, label string, n, par int, f func(i int) trialOut) scenR
 				}
 				if o.lost {
 					r.Lost++
+				}
+				if o.outcome != "" {
+					if r.Outcomes == nil {
+						r.Outcomes = map[string]int{}
+					}
+					r.Outcomes[o.outcome]++
 				}
 				if !o.hang {
 					lats = append(lats, o.lat)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,14 @@ func writeFaults(o *options, rows []scenResult, took time.Duration) error {
 		note := r.Note
 		if r.FirstFail != "" {
 			note = strings.TrimPrefix(note+"; first failure: "+r.FirstFail, "; ")
+		}
+		if len(r.Outcomes) > 0 {
+			var ks []string
+			for k, v := range r.Outcomes {
+				ks = append(ks, fmt.Sprintf("%d× %s", v, k))
+			}
+			sort.Strings(ks)
+			note = strings.TrimPrefix(note+"; "+strings.Join(ks, ", "), "; ")
 		}
 		if r.NotReady > 0 {
 			note = strings.TrimPrefix(note+fmt.Sprintf("; %d not ready", r.NotReady), "; ")

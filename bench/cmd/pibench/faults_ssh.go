@@ -4,6 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -67,16 +72,29 @@ func sshFaults(ctx context.Context, o *options, p *progress, e *env, n int) []sc
 	r.Note = "return time counted from the start of the upload"
 	rows = append(rows, r)
 
-	// sshd restarted (every connection dropped, listener back on the same
-	// port) under a running command.
-	t = newTagger()
+	// sshd restarted by the harness (the listener and the per-connection
+	// monitor processes killed, a new listener on the same port). OpenSSH's
+	// session processes outlive their monitor, so an established connection
+	// may carry on: a short command in flight may complete or fail with a
+	// transport error; either is fine, a hang is not. The next call works.
 	p.step("ssh: sshd restarted mid-command ×%d", n)
 	r = trials(p, "ssh restart", n, 1, func(i int) trialOut {
-		return inFlightFault(ctx, pb, t, i, func() { restartSSHD(e) })
+		return restartTrial(ctx, pb, func() { restartSSHD(e) })
+	})
+	r.Backend, r.Scenario = "ssh", "sshd restarted (listener + monitors) under a 2 s command, then a call on the same backend"
+	rows = append(rows, r)
+
+	// Every sshd process of the connections killed (a crash): the call in
+	// flight fails with a transport error; the next call reconnects; the
+	// orphaned tree must not survive.
+	t = newTagger()
+	p.step("ssh: connection processes killed mid-command ×%d", n)
+	r = trials(p, "ssh crash", n, 1, func(i int) trialOut {
+		return inFlightFault(ctx, pb, t, i, func() { killConnectionProcs(e) })
 	})
 	time.Sleep(2 * time.Second)
 	r.Survivors, r.Note = countSurvivors(ctx, e.raw, t)
-	r.Backend, r.Scenario = "ssh", "sshd restarted mid-command, then a call on the same backend"
+	r.Backend, r.Scenario = "ssh", "every sshd process of the connections killed mid-command (a crash; setsid every other trial), then a call"
 	rows = append(rows, r)
 	return rows
 }
@@ -86,6 +104,109 @@ func sshFaults(ctx context.Context, o *options, p *progress, e *env, n int) []sc
 func restartSSHD(e *env) {
 	defer func() { recover() }()
 	e.sshd.Restart()
+}
+
+// restartTrial runs a 2 s command and restarts sshd under it.
+func restartTrial(ctx context.Context, b ops.Backend, fault func()) trialOut {
+	rs := newReadySink()
+	ch := runAsync(ctx, b, &ops.Cmd{Command: "echo ready; sleep 2", Output: rs})
+	select {
+	case <-rs.ready:
+	case err := <-ch:
+		return trialOut{fail: fmt.Sprintf("returned before the fault: %v", err)}
+	case <-time.After(hangLimit):
+		return trialOut{notReady: true, fail: "not ready"}
+	}
+	fault()
+	err, lat, hung := await(ch)
+	out := trialOut{lat: lat, hang: hung}
+	switch {
+	case hung:
+		out.fail = "the call in flight did not return within " + hangLimit.String()
+	case err == nil:
+		out.outcome = "in-flight call completed"
+	case errors.Is(err, ops.ErrTransport):
+		out.outcome = "in-flight call failed with a transport error"
+	default:
+		out.fail = fmt.Sprintf("want success or a transport error, got %v", err)
+	}
+	ch2 := runAsync(ctx, b, &ops.Cmd{Command: "true", Timeout: 20 * time.Second})
+	next, _, hung2 := await(ch2)
+	if hung2 {
+		out.hang = true
+		if out.fail == "" {
+			out.fail = "the next call did not return within " + hangLimit.String()
+		}
+	} else if next != nil && out.fail == "" {
+		out.fail = fmt.Sprintf("next call after the restart: %v", next)
+	}
+	return out
+}
+
+// killConnectionProcs kills every sshd process serving a connection of the
+// test server (the per-connection monitors and their session processes),
+// leaving the listener, as a crash of those processes would. Only sshd
+// processes of this server are touched: descendants of its listener, which
+// is found by its config path.
+func killConnectionProcs(e *env) {
+	cfg := filepath.Join(e.sshd.Dir, "sshd_config")
+	procs := readProcs()
+	listener := 0
+	for pid, pr := range procs {
+		if strings.Contains(pr.cmdline, cfg) && pr.comm == "sshd" {
+			listener = pid
+		}
+	}
+	if listener == 0 {
+		return
+	}
+	var kill []int
+	var walk func(ppid int)
+	walk = func(ppid int) {
+		for pid, pr := range procs {
+			if pr.ppid == ppid && pr.comm == "sshd" {
+				kill = append(kill, pid)
+				walk(pid)
+			}
+		}
+	}
+	walk(listener)
+	for _, pid := range kill {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+type procInfo struct {
+	ppid          int
+	comm, cmdline string
+}
+
+func readProcs() map[int]procInfo {
+	m := map[int]procInfo{}
+	ents, _ := os.ReadDir("/proc")
+	for _, en := range ents {
+		pid, err := strconv.Atoi(en.Name())
+		if err != nil {
+			continue
+		}
+		st, err := os.ReadFile(filepath.Join("/proc", en.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		s := string(st)
+		i, j := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if i < 0 || j < i {
+			continue
+		}
+		f := strings.Fields(s[j+1:])
+		if len(f) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(f[1])
+		c, _ := os.ReadFile(filepath.Join("/proc", en.Name(), "cmdline"))
+		m[pid] = procInfo{ppid: ppid, comm: s[i+1 : j], cmdline: strings.ReplaceAll(string(c), "\x00", " ")}
+	}
+	return m
 }
 
 // inFlightFault starts a tree, applies fault once it is ready, and expects a
