@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
 // The engine-facing parts are tested in ../../integration against a real
@@ -112,7 +113,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCheckStaticELF(t *testing.T) {
-	if err := checkStaticELF([]byte("#!/bin/sh\n"), "amd64"); err == nil {
+	if err := shim.CheckStaticELF([]byte("#!/bin/sh\n"), "amd64"); err == nil {
 		t.Error("a script passed as the shim")
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -68,7 +67,7 @@ func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
 // and checks it runs there: the sandbox directory's file system must allow
 // exec, which our profile's volume does.
 func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) {
-	if err := checkStaticELF(sf.data, b.info.Arch); err != nil {
+	if err := shim.CheckStaticELF(sf.data, b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", sf.host, err)
 	}
 	target := path.Join(path.Dir(b.stateDir), sf.name)
@@ -84,25 +83,6 @@ func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) 
 	return target, nil
 }
 
-// checkStaticELF checks that data is a statically linked Linux executable
-// for goarch.
-func checkStaticELF(data []byte, goarch string) error {
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("not an ELF executable: %w", err)
-	}
-	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[goarch]
-	if want == 0 || f.Machine != want {
-		return fmt.Errorf("built for %s, the container is %s", f.Machine, goarch)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("dynamically linked (build with CGO_ENABLED=0)")
-		}
-	}
-	return nil
-}
-
 // CheckShimBinary reports whether the file at host can serve as the shim in
 // a container of goarch (a static Linux executable of that architecture).
 func CheckShimBinary(host, goarch string) error {
@@ -110,5 +90,5 @@ func CheckShimBinary(host, goarch string) error {
 	if err != nil {
 		return err
 	}
-	return checkStaticELF(data, goarch)
+	return shim.CheckStaticELF(data, goarch)
 }

@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -238,26 +237,8 @@ func (b *Backend) Remove(ctx context.Context, name string) error {
 	return mapErr("unlink", name, os.Remove(name))
 }
 
-// CountLines counts "\n" bytes without any transfer (the file is local).
+// CountLines counts "\n" bytes by streaming the file: it is local, so
+// there is no transfer to save.
 func (b *Backend) CountLines(ctx context.Context, name string) (newlines, size int64, err error) {
-	r, err := b.Open(ctx, name)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer r.Close()
-	buf := make([]byte, 256<<10)
-	for {
-		k, rerr := r.Read(buf)
-		newlines += int64(bytes.Count(buf[:k], []byte{'\n'}))
-		size += int64(k)
-		if rerr == io.EOF {
-			return newlines, size, nil
-		}
-		if rerr != nil {
-			return newlines, size, rerr
-		}
-		if err := ctx.Err(); err != nil {
-			return newlines, size, err
-		}
-	}
+	return ops.CountLines(ctx, struct{ ops.FS }{b}, name)
 }

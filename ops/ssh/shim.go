@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"debug/elf"
 	"encoding/hex"
 	"fmt"
 	"os"
@@ -90,7 +89,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 	if b.info.OS != "linux" {
 		return "", fmt.Errorf("remote OS is %q", b.info.OS)
 	}
-	if err := checkStaticELF(h.data, b.info.Arch); err != nil {
+	if err := shim.CheckStaticELF(h.data, b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", h.path, err)
 	}
 	target := path.Join(path.Dir(b.info.SpillDir), h.name)
@@ -124,23 +123,4 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 		return "", fmt.Errorf("%s does not run: %v %s", target, err, bytes.TrimSpace(out))
 	}
 	return target, nil
-}
-
-// checkStaticELF checks that data is a statically linked Linux executable
-// for goarch.
-func checkStaticELF(data []byte, goarch string) error {
-	f, err := elf.NewFile(bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("not an ELF executable: %w", err)
-	}
-	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[goarch]
-	if want == 0 || f.Machine != want {
-		return fmt.Errorf("built for %s, the remote host is %s", f.Machine, goarch)
-	}
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_INTERP {
-			return fmt.Errorf("dynamically linked (build with CGO_ENABLED=0)")
-		}
-	}
-	return nil
 }
