@@ -1,0 +1,240 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
+	"github.com/pi-sandbox/pi-sandbox/tools"
+)
+
+// parityTarget is one backend the parity table runs on. open returns a
+// backend whose working directory is fresh and empty.
+type parityTarget struct {
+	name string
+	open func(t *testing.T) ops.Backend
+}
+
+var parityTargets = []parityTarget{
+	{"local", func(t *testing.T) ops.Backend {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		b, err := local.New(ctx, local.Config{WorkDir: t.TempDir(), SpillDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}},
+	{"docker-busybox", func(t *testing.T) ops.Backend {
+		needImage(t, "pi-sandbox/busybox")
+		return newBackend(t, docker.Config{Image: "pi-sandbox/busybox"})
+	}},
+	{"docker-debian", func(t *testing.T) ops.Backend {
+		needImage(t, "pi-sandbox/debian")
+		return newBackend(t, docker.Config{Image: "pi-sandbox/debian"})
+	}},
+	{"ssh", func(t *testing.T) ops.Backend {
+		s := sshtest.Start(t)
+		return openSSH(t, s, s.Config())
+	}},
+}
+
+// TestToolsParity runs one table of tool calls through the loop's pipeline
+// on every backend, each in a fresh working directory set up through the
+// backend itself, and checks each result against the expected text, then
+// that every backend's normalized result equals local's.
+func TestToolsParity(t *testing.T) {
+	cases := parityCases()
+	got := map[string]map[string]string{} // target → case → normalized result
+	for _, tg := range parityTargets {
+		t.Run(tg.name, func(t *testing.T) {
+			b := tg.open(t)
+			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+			defer cancel()
+			cwd := b.Info().WorkDir
+			setupParityFixtures(t, ctx, b)
+			l, err := loop.New(tools.All(b))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := &parityRun{t: t, ctx: ctx, b: b, l: l, cwd: cwd}
+			got[tg.name] = map[string]string{}
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					p := *p
+					p.t = t
+					res := p.call(c.tool, c.args)
+					text := resultText(res)
+					want := strings.ReplaceAll(c.want, "{{cwd}}", cwd)
+					if c.sortLines {
+						text, want = sortedLines(text), sortedLines(want)
+					}
+					switch {
+					case c.match != nil:
+						if !c.match.MatchString(text) {
+							t.Errorf("text %q does not match %s", text, c.match)
+						}
+					case text != want:
+						t.Errorf("text:\n%q\nwant:\n%q", text, want)
+					}
+					if res.IsError != c.isError {
+						t.Errorf("isError = %v, want %v (text %q)", res.IsError, c.isError, text)
+					}
+					if c.check != nil {
+						c.check(&p, res)
+					}
+					got[tg.name][c.name] = normalizeResult(t, res, cwd, c.sortLines)
+				})
+			}
+		})
+	}
+	ref := got["local"]
+	for _, tg := range parityTargets[1:] {
+		for _, c := range cases {
+			g, ok := got[tg.name][c.name]
+			if !ok || ref[c.name] == "" {
+				continue
+			}
+			if g != ref[c.name] {
+				t.Errorf("%s/%s differs from local:\n%s\nlocal:\n%s", tg.name, c.name, g, ref[c.name])
+			}
+		}
+	}
+}
+
+// parityRun is one target's loop and backend, for calls and checks.
+type parityRun struct {
+	t   *testing.T
+	ctx context.Context
+	b   ops.Backend
+	l   *loop.Loop
+	cwd string
+}
+
+// call runs one tool call through the loop's pipeline; args may use
+// {{cwd}}.
+func (p *parityRun) call(tool, args string) *loop.Result {
+	p.t.Helper()
+	args = strings.ReplaceAll(args, "{{cwd}}", p.cwd)
+	if !json.Valid([]byte(args)) {
+		p.t.Fatalf("bad test arguments %s", args)
+	}
+	batch := p.l.RunBatch(p.ctx, nil, []loop.ToolCall{{ID: "call_1", Name: tool, Arguments: json.RawMessage(args)}}, nil)
+	return batch.Results[0].Result
+}
+
+// details returns the result's details as generic JSON.
+func (p *parityRun) details(res *loop.Result) map[string]any {
+	p.t.Helper()
+	if res.Details == nil {
+		return nil
+	}
+	raw, err := loop.MarshalNoEscape(res.Details)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		p.t.Fatalf("details %s: %v", raw, err)
+	}
+	return m
+}
+
+// readFile reads name (relative to the working directory) through the
+// backend.
+func (p *parityRun) readFile(name string) string {
+	p.t.Helper()
+	data, err := ops.ReadFile(p.ctx, p.b, p.cwd+"/"+name)
+	if err != nil {
+		p.t.Fatalf("read back %s: %v", name, err)
+	}
+	return string(data)
+}
+
+// resultText joins the text blocks; an image block shows as
+// "<image MIME>".
+func resultText(res *loop.Result) string {
+	var parts []string
+	for _, c := range res.Content {
+		if c.Type == "image" {
+			parts = append(parts, "<image "+c.MimeType+">")
+			continue
+		}
+		parts = append(parts, c.Text)
+	}
+	return strings.Join(parts, "|")
+}
+
+var spillPath = regexp.MustCompile(`Full output: [^\]]*\]`)
+
+// normalizeResult is the result's JSON with the working directory and the
+// spill file's path (which legitimately differ per backend) replaced.
+func normalizeResult(t *testing.T, res *loop.Result, cwd string, sortText bool) string {
+	t.Helper()
+	r := *res
+	r.Content = append([]loop.Content(nil), res.Content...)
+	for i, c := range r.Content {
+		if sortText {
+			c.Text = sortedLines(c.Text)
+		}
+		c.Text = spillPath.ReplaceAllString(strings.ReplaceAll(c.Text, cwd, "$CWD"), "Full output: $SPILL]")
+		r.Content[i] = c
+	}
+	raw, err := loop.MarshalNoEscape(&r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	if d, ok := m["details"].(map[string]any); ok {
+		if _, ok := d["fullOutputPath"]; ok {
+			d["fullOutputPath"] = "$SPILL"
+		}
+	}
+	out, err := loop.MarshalNoEscape(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.ReplaceAll(string(out), cwd, "$CWD")
+}
+
+func sortedLines(s string) string {
+	lines := strings.Split(s, "\n")
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// runSetup runs a shell command in the working directory and fails t when
+// it fails.
+func runSetup(t *testing.T, ctx context.Context, b ops.Backend, command string) {
+	t.Helper()
+	var out strings.Builder
+	if err := b.Run(ctx, &ops.Cmd{Command: command, Output: &out}); err != nil {
+		t.Fatalf("setup %q: %v\n%s", command, err, out.String())
+	}
+}
+
+func writeSetup(t *testing.T, ctx context.Context, b ops.Backend, name, data string) {
+	t.Helper()
+	p := b.Info().WorkDir + "/" + name
+	if i := strings.LastIndex(p, "/"); i > 0 {
+		if err := b.MkdirAll(ctx, p[:i], 0o755); err != nil {
+			t.Fatalf("setup mkdir for %s: %v", name, err)
+		}
+	}
+	if err := b.WriteFile(ctx, p, []byte(data), 0o644); err != nil {
+		t.Fatalf("setup %s: %v", name, err)
+	}
+}
