@@ -41,41 +41,62 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		fmt.Fprintf(&big, "Line %d", i)
 	}
 	files := map[string]string{
-		"plain.txt":        "alpha\nbeta\ngamma\n",
-		"five.txt":         "l1\nl2\nl3\nl4\nl5\n",
-		"big.txt":          big.String(),
-		"sub/keep.txt":     "x\n",
-		"pic.dat":          string(tinyPNG(t)),
-		"fake.png":         "not an image\n",
-		"edit.txt":         "Hello, world!",
-		"notfound.txt":     "abc\n",
-		"dup.txt":          "x = 1\nx = 1\n",
-		"crlf.txt":         "first\r\nsecond\r\nthird\r\n",
-		"g/a.txt":          "one\ntwo\nthree\nfour\nfive\n",
-		"g/many.txt":       "m1 match\nm2 match\nm3 match\nm4 match\n",
-		"repo/.gitignore":  "ignored.txt\n",
-		"repo/ignored.txt": "needle\n",
-		"repo/kept.txt":    "needle\n",
-		"repo/.hidden":     "needle\n",
-		"repo/.git/HEAD":   "ref: refs/heads/main\n",
-		"f/src/a.ts":       "",
-		"f/pkg/src/b.ts":   "",
-		"f/README.MD":      "",
-		"f/notes.md":       "",
-		"f/Upper.md":       "",
-		"f/dir/inner.txt":  "",
-		"l/_under":         "",
-		"l/-dash":          "",
-		"l/.dot":           "",
-		"l/.hdir/x":        "",
-		"l/~tilde":         "",
-		"l/1num":           "",
-		"l/ä-umlaut":       "",
-		"l/a.txt":          "",
-		"l/b.txt":          "",
-		"l/B2.txt":         "",
-		"l/subdir/x":       "",
-		"l/Zeta":           "",
+		"plain.txt":             "alpha\nbeta\ngamma\n",
+		"five.txt":              "l1\nl2\nl3\nl4\nl5\n",
+		"big.txt":               big.String(),
+		"sub/keep.txt":          "x\n",
+		"pic.dat":               string(tinyPNG(t)),
+		"fake.png":              "not an image\n",
+		"edit.txt":              "Hello, world!",
+		"notfound.txt":          "abc\n",
+		"dup.txt":               "x = 1\nx = 1\n",
+		"crlf.txt":              "first\r\nsecond\r\nthird\r\n",
+		"g/a.txt":               "one\ntwo\nthree\nfour\nfive\n",
+		"g/many.txt":            "m1 match\nm2 match\nm3 match\nm4 match\n",
+		"repo/.gitignore":       "ignored.txt\n",
+		"repo/ignored.txt":      "needle\n",
+		"repo/kept.txt":         "needle\n",
+		"repo/.hidden":          "needle\n",
+		"repo/.git/HEAD":        "ref: refs/heads/main\n",
+		"f/src/a.ts":            "",
+		"f/pkg/src/b.ts":        "",
+		"f/README.MD":           "",
+		"f/notes.md":            "",
+		"f/Upper.md":            "",
+		"f/dir/inner.txt":       "",
+		"l/_under":              "",
+		"l/-dash":               "",
+		"l/.dot":                "",
+		"l/.hdir/x":             "",
+		"l/~tilde":              "",
+		"l/1num":                "",
+		"l/ä-umlaut":            "",
+		"l/a.txt":               "",
+		"l/b.txt":               "",
+		"l/B2.txt":              "",
+		"l/subdir/x":            "",
+		"l/Zeta":                "",
+		"empty.txt":             "",
+		"crlf-read.txt":         "a\r\nb\r\n",
+		"bom.txt":               "\ufeffbom\n",
+		"bad-utf8.txt":          "a\xffb\n",
+		"longline.txt":          strings.Repeat("x", 60000) + "\nshort\n",
+		"wide.txt":              strings.Repeat(strings.Repeat("w", 99)+"\n", 600),
+		"bom-edit.txt":          "\ufeffkeep\nold\n",
+		"fuzzy.txt":             "keep  \nconsole.log(\u2018hello\u2019);\nafter  \n",
+		"multi.txt":             "aa\nbb\ncc\n",
+		"afile":                 "plain\n",
+		"g/long.txt":            strings.Repeat("y", 600) + " hit\n",
+		"g/re.txt":              "a.c\nabc\n-flag\nUPPER hit\n",
+		"g/sub/deep.go":         "hit in go\n",
+		"g/sub/deep.ts":         "hit in ts\n",
+		"f/node_modules/m/x.js": "",
+		"f/.hid/h.md":           "",
+		"e/.keep":               "",
+		"many/1":                "",
+		"many/2":                "",
+		"many/3":                "",
+		"many/4":                "",
 	}
 	for name, data := range files {
 		writeSetup(t, ctx, b, name, data)
@@ -124,6 +145,25 @@ func parityCases() []parityCase {
 			}},
 		{name: "read/png-name-text", tool: "read", args: `{"path":"fake.png"}`, want: "not an image\n"},
 
+		{name: "read/empty", tool: "read", args: `{"path":"empty.txt"}`, want: ""},
+		{name: "read/phantom-line", tool: "read", args: `{"path":"plain.txt","offset":4}`, want: ""},
+		{name: "read/crlf-bom-kept", tool: "read", args: `{"path":"crlf-read.txt"}`, want: "a\r\nb\r\n"},
+		{name: "read/bom", tool: "read", args: `{"path":"bom.txt"}`, want: "\ufeffbom\n"},
+		{name: "read/invalid-utf8", tool: "read", args: `{"path":"bad-utf8.txt"}`, want: "a\ufffdb\n"},
+		{name: "read/at-prefix", tool: "read", args: `{"path":"@plain.txt","limit":1}`,
+			want: "alpha\n\n[3 more lines in file. Use offset=2 to continue.]"},
+		{name: "read/dotdot", tool: "read", args: `{"path":"sub/../plain.txt","offset":3,"limit":1}`,
+			want: "gamma\n\n[1 more lines in file. Use offset=4 to continue.]"},
+		{name: "read/long-first-line", tool: "read", args: `{"path":"longline.txt"}`,
+			want: "[Line 1 is 58.6KB, exceeds 50.0KB limit. Use bash: sed -n '1p' longline.txt | head -c 51200]"},
+		{name: "read/truncated-bytes", tool: "read", args: `{"path":"wide.txt"}`,
+			want: strings.Repeat(strings.Repeat("w", 99)+"\n", 511) + strings.Repeat("w", 99) +
+				"\n\n[Showing lines 1-512 of 601 (50.0KB limit). Use offset=513 to continue.]"},
+		{name: "read/dir-symlink", tool: "read", args: `{"path":"l/linkdir"}`,
+			want: "EISDIR: illegal operation on a directory, read", isError: true},
+		{name: "read/broken-symlink", tool: "read", args: `{"path":"l/broken"}`,
+			want: "ENOENT: no such file or directory, access '{{cwd}}/l/broken'", isError: true},
+
 		// §4.2 write
 		{name: "write/parents", tool: "write", args: `{"path":"new/deep/file.txt","content":"hi\n"}`,
 			want: "Successfully wrote to new/deep/file.txt",
@@ -135,6 +175,18 @@ func parityCases() []parityCase {
 					p.t.Errorf("details %v, want none", res.Details)
 				}
 			}},
+
+		{name: "write/overwrite-unicode", tool: "write", args: `{"path":"afile","content":"ünï ✓\r\n"}`,
+			want: "Successfully wrote to afile",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("afile"); got != "ünï ✓\r\n" {
+					p.t.Errorf("written file %q", got)
+				}
+			}},
+		{name: "write/parent-is-file", tool: "write", args: `{"path":"plain.txt/x","content":"y"}`,
+			want: "EEXIST: file already exists, mkdir '{{cwd}}/plain.txt'", isError: true},
+		{name: "write/onto-dir", tool: "write", args: `{"path":"sub","content":"y"}`,
+			want: "EISDIR: illegal operation on a directory, open '{{cwd}}/sub'", isError: true},
 
 		// §4.3 edit
 		{name: "edit/success", tool: "edit", args: `{"path":"edit.txt","edits":[{"oldText":"world","newText":"testing"}]}`,
@@ -160,6 +212,35 @@ func parityCases() []parityCase {
 					p.t.Errorf("edited file %q", got)
 				}
 			}},
+
+		{name: "edit/missing-file", tool: "edit", args: `{"path":"nope.txt","edits":[{"oldText":"a","newText":"b"}]}`,
+			want: "Could not edit file: nope.txt. Error code: ENOENT.", isError: true},
+		{name: "edit/bom-kept", tool: "edit", args: `{"path":"bom-edit.txt","edits":[{"oldText":"old","newText":"new"}]}`,
+			want: "Successfully replaced 1 block(s) in bom-edit.txt.",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("bom-edit.txt"); got != "\ufeffkeep\nnew\n" {
+					p.t.Errorf("edited file %q", got)
+				}
+			}},
+		{name: "edit/fuzzy", tool: "edit", args: `{"path":"fuzzy.txt","edits":[{"oldText":"console.log('hello');","newText":"console.log('world');"}]}`,
+			want: "Successfully replaced 1 block(s) in fuzzy.txt.",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("fuzzy.txt"); got != "keep  \nconsole.log('world');\nafter  \n" {
+					p.t.Errorf("edited file %q", got)
+				}
+			}},
+		{name: "edit/multi", tool: "edit", args: `{"path":"multi.txt","edits":[{"oldText":"cc","newText":"CC"},{"oldText":"aa","newText":"AA"}]}`,
+			want: "Successfully replaced 2 block(s) in multi.txt.",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("multi.txt"); got != "AA\nbb\nCC\n" {
+					p.t.Errorf("edited file %q", got)
+				}
+				if d := p.details(res); d["diff"] != "-1 aa\n+1 AA\n 2 bb\n-3 cc\n+3 CC" {
+					p.t.Errorf("diff %q", d["diff"])
+				}
+			}},
+		{name: "edit/empty-edits", tool: "edit", args: `{"path":"multi.txt","edits":[]}`,
+			want: "Edit tool input is invalid. edits must contain at least one replacement.", isError: true},
 
 		// §4.4 bash
 		{name: "bash/echo", tool: "bash", args: `{"command":"echo hello"}`, want: "hello\n"},
@@ -190,6 +271,19 @@ func parityCases() []parityCase {
 				}
 			}},
 
+		{name: "bash/no-output", tool: "bash", args: `{"command":"true"}`, want: "(no output)"},
+		{name: "bash/exit-1", tool: "bash", args: `{"command":"exit 1"}`, want: "(no output)\n\nCommand exited with code 1", isError: true},
+		{name: "bash/pwd", tool: "bash", args: `{"command":"pwd"}`, want: "{{cwd}}\n"},
+		{name: "bash/stderr-only", tool: "bash", args: `{"command":"echo e >&2"}`, want: "e\n"},
+		{name: "bash/no-newline", tool: "bash", args: `{"command":"printf abc"}`, want: "abc"},
+		{name: "bash/timeout-output", tool: "bash", args: `{"command":"echo started; sleep 5","timeout":0.5}`,
+			want: "started\n\n\nCommand timed out after 0.5 seconds", isError: true},
+		{name: "bash/background-exits", tool: "bash", args: `{"command":"(sleep 3 >/dev/null 2>&1 &); echo done"}`, want: "done\n"},
+		{name: "bash/invalid-utf8", tool: "bash", args: `{"command":"printf 'a\\377b\\n'"}`, want: "a\ufffdb\n"},
+		{name: "bash/long-line", tool: "bash", args: `{"command":"head -c 60000 /dev/zero | tr '\\0' x"}`,
+			want: strings.Repeat("x", 51200) + "\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: $SPILL]"},
+		{name: "bash/stdin-closed", tool: "bash", args: `{"command":"cat; echo rc=$?"}`, want: "rc=0\n"},
+
 		// §4.6 grep
 		{name: "grep/context", tool: "grep", args: `{"pattern":"three","path":"g","context":1}`,
 			want: "a.txt-2- two\na.txt:3: three\na.txt-4- four"},
@@ -206,20 +300,53 @@ func parityCases() []parityCase {
 		{name: "grep/missing-path", tool: "grep", args: `{"pattern":"x","path":"nope"}`,
 			want: "Path not found: {{cwd}}/nope", isError: true},
 
+		{name: "grep/file-target", tool: "grep", args: `{"pattern":"three","path":"g/a.txt"}`, want: "a.txt:3: three"},
+		{name: "grep/ignore-case", tool: "grep", args: `{"pattern":"upper","path":"g/re.txt","ignoreCase":true}`, want: "re.txt:4: UPPER hit"},
+		{name: "grep/literal", tool: "grep", args: `{"pattern":"a.c","path":"g/re.txt","literal":true}`, want: "re.txt:1: a.c"},
+		{name: "grep/regex", tool: "grep", args: `{"pattern":"a.c","path":"g/re.txt"}`, want: "re.txt:1: a.c\nre.txt:2: abc"},
+		{name: "grep/flag-like", tool: "grep", args: `{"pattern":"-flag","path":"g/re.txt"}`, want: "re.txt:3: -flag"},
+		{name: "grep/glob", tool: "grep", args: `{"pattern":"hit","path":"g","glob":"*.go"}`, want: "sub/deep.go:1: hit in go"},
+		{name: "grep/glob-path", tool: "grep", args: `{"pattern":"hit","path":"g","glob":"sub/*.ts"}`, want: "sub/deep.ts:1: hit in ts"},
+		{name: "grep/long-line", tool: "grep", args: `{"pattern":"hit","path":"g/long.txt"}`,
+			want: "long.txt:1: " + strings.Repeat("y", 500) + "... [truncated]\n\n[Some lines truncated to 500 chars. Use read tool to see full lines]",
+			check: func(p *parityRun, res *loop.Result) {
+				if d := p.details(res); d["linesTruncated"] != true {
+					p.t.Errorf("details %v", d)
+				}
+			}},
+		{name: "grep/bad-regex", tool: "grep", args: `{"pattern":"a(","path":"g/re.txt"}`,
+			match: regexp.MustCompile("\\Aregex parse error: missing closing \\): `a\\(`\\z"), isError: true},
+
 		// §4.7 find
 		{name: "find/anchored", tool: "find", args: `{"pattern":"src/*.ts","path":"f"}`, want: "src/a.ts"},
 		{name: "find/any-depth", tool: "find", args: `{"pattern":"**/src/*.ts","path":"f"}`,
 			want: "src/a.ts\npkg/src/b.ts", sortLines: true},
 		{name: "find/smart-case-lower", tool: "find", args: `{"pattern":"*.md","path":"f"}`,
-			want: "README.MD\nnotes.md\nUpper.md", sortLines: true},
+			want: ".hid/h.md\nREADME.MD\nnotes.md\nUpper.md", sortLines: true},
 		{name: "find/smart-case-upper", tool: "find", args: `{"pattern":"*.MD","path":"f"}`, want: "README.MD"},
 		{name: "find/dir-slash", tool: "find", args: `{"pattern":"dir","path":"f"}`, want: "dir/"},
 		{name: "find/none", tool: "find", args: `{"pattern":"*.zzz","path":"f"}`, want: "No files found matching pattern"},
+
+		{name: "find/limit", tool: "find", args: `{"pattern":"*","path":"many","limit":2}`,
+			match: regexp.MustCompile(`\A[1-4]\n[1-4]\n\n\[2 results limit reached\. Use limit=4 for more, or refine pattern\]\z`)},
+		{name: "find/node-modules", tool: "find", args: `{"pattern":"*.js","path":"f"}`, want: "node_modules/m/x.js"},
+		{name: "find/hidden-dir", tool: "find", args: `{"pattern":"h.md","path":"f"}`, want: ".hid/h.md"},
+		{name: "find/gitignore", tool: "find", args: `{"pattern":"*.txt","path":"repo"}`, want: "kept.txt"},
+		{name: "find/missing", tool: "find", args: `{"pattern":"*","path":"nope"}`, want: "Path not found: {{cwd}}/nope", isError: true},
 
 		// §4.8 ls
 		{name: "ls/order-broken-link", tool: "ls", args: `{"path":"l"}`,
 			want: "_under\n-dash\n.dot\n.hdir/\n~tilde\n1num\nä-umlaut\na.txt\nb.txt\nB2.txt\nlinkdir/\nsubdir/\nZeta"},
 		{name: "ls/missing", tool: "ls", args: `{"path":"nope"}`, want: "Path not found: {{cwd}}/nope", isError: true},
+		{name: "ls/empty", tool: "ls", args: `{"path":"e/.none"}`, want: "Path not found: {{cwd}}/e/.none", isError: true},
+		{name: "ls/limit", tool: "ls", args: `{"path":"many","limit":2}`,
+			want: "1\n2\n\n[2 entries limit reached. Use limit=4 for more]",
+			check: func(p *parityRun, res *loop.Result) {
+				if d := p.details(res); d["entryLimitReached"] != 2.0 {
+					p.t.Errorf("details %v", d)
+				}
+			}},
+		{name: "ls/dotfile-only", tool: "ls", args: `{"path":"e"}`, want: ".keep"},
 		{name: "ls/not-dir", tool: "ls", args: `{"path":"plain.txt"}`, want: "Not a directory: {{cwd}}/plain.txt", isError: true},
 	}
 }

@@ -76,6 +76,9 @@ func TestToolsParity(t *testing.T) {
 					res := p.call(c.tool, c.args)
 					text := resultText(res)
 					want := strings.ReplaceAll(c.want, "{{cwd}}", cwd)
+					if strings.Contains(want, "$SPILL") {
+						text = spillPath.ReplaceAllLiteralString(text, "Full output: $SPILL]")
+					}
 					if c.sortLines {
 						text, want = sortedLines(text), sortedLines(want)
 					}
@@ -187,7 +190,7 @@ func normalizeResult(t *testing.T, res *loop.Result, cwd string, sortText bool) 
 		if sortText {
 			c.Text = sortedLines(c.Text)
 		}
-		c.Text = spillPath.ReplaceAllString(strings.ReplaceAll(c.Text, cwd, "$CWD"), "Full output: $SPILL]")
+		c.Text = spillPath.ReplaceAllLiteralString(strings.ReplaceAll(c.Text, cwd, "$CWD"), "Full output: $SPILL]")
 		r.Content[i] = c
 	}
 	raw, err := loop.MarshalNoEscape(&r)
