@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
@@ -97,11 +98,35 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		"many/2":                "",
 		"many/3":                "",
 		"many/4":                "",
+		"q/a b.txt":             "z\n",
+		"q/it's.txt":            "z\n",
+		"q/$HOME.txt":           "z\n",
+		"q/back\\slash.txt":     "z\n",
+		"q/star*.txt":           "z\n",
+		"q/-n.txt":              "z\n",
+		"sym/target.txt":        "old\n",
+		"sym/etarget.txt":       "old\n",
+		"sym/script.sh":         "echo old\n",
+		"bin/blob.dat":          "match\x00\x01\x02 match\n",
+		"bin/text.txt":          "match\n",
 	}
+	// A few writers at once: each remote write is a round trip.
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 6)
 	for name, data := range files {
-		writeSetup(t, ctx, b, name, data)
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			writeSetup(t, ctx, b, name, data)
+		})
 	}
-	runSetup(t, ctx, b, "ln -s nowhere l/broken && ln -s subdir l/linkdir")
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	runSetup(t, ctx, b, "ln -s nowhere l/broken && ln -s subdir l/linkdir && ln -s dir f/linkdir && "+
+		"ln -s target.txt sym/link.txt && ln -s etarget.txt sym/elink.txt && chmod 755 sym/script.sh && "+
+		"mkdir g2 && ln -s ../g/a.txt g2/link.txt && echo three > g2/own.txt")
 }
 
 func tinyPNG(t *testing.T) []byte {
@@ -188,6 +213,24 @@ func parityCases() []parityCase {
 		{name: "write/onto-dir", tool: "write", args: `{"path":"sub","content":"y"}`,
 			want: "EISDIR: illegal operation on a directory, open '{{cwd}}/sub'", isError: true},
 
+		{name: "write/modes", tool: "bash", args: `{"command":"stat -c '%a %n' new/deep new/deep/file.txt afile"}`,
+			want: "755 new/deep\n644 new/deep/file.txt\n644 afile\n"},
+		{name: "write/through-symlink", tool: "write", args: `{"path":"sym/link.txt","content":"new\n"}`,
+			want: "Successfully wrote to sym/link.txt",
+			check: func(p *parityRun, res *loop.Result) {
+				r := p.call("bash", `{"command":"cat sym/target.txt; test -L sym/link.txt && echo still-a-link"}`)
+				if got := resultText(r); got != "new\nstill-a-link\n" {
+					p.t.Errorf("after write through a symlink: %q", got)
+				}
+			}},
+		{name: "write/quoting", tool: "write", args: `{"path":"qw/new $x 'q'.txt","content":"z\n"}`,
+			want: "Successfully wrote to qw/new $x 'q'.txt",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("qw/new $x 'q'.txt"); got != "z\n" {
+					p.t.Errorf("written file %q", got)
+				}
+			}},
+
 		// §4.3 edit
 		{name: "edit/success", tool: "edit", args: `{"path":"edit.txt","edits":[{"oldText":"world","newText":"testing"}]}`,
 			want: "Successfully replaced 1 block(s) in edit.txt.",
@@ -241,6 +284,24 @@ func parityCases() []parityCase {
 			}},
 		{name: "edit/empty-edits", tool: "edit", args: `{"path":"multi.txt","edits":[]}`,
 			want: "Edit tool input is invalid. edits must contain at least one replacement.", isError: true},
+
+		{name: "edit/keeps-mode", tool: "edit", args: `{"path":"sym/script.sh","edits":[{"oldText":"old","newText":"new"}]}`,
+			want: "Successfully replaced 1 block(s) in sym/script.sh.",
+			check: func(p *parityRun, res *loop.Result) {
+				r := p.call("bash", `{"command":"stat -c %a sym/script.sh; ./sym/script.sh"}`)
+				if got := resultText(r); got != "755\nnew\n" {
+					p.t.Errorf("after edit of an executable: %q", got)
+				}
+			}},
+		{name: "edit/through-symlink", tool: "edit", args: `{"path":"sym/elink.txt","edits":[{"oldText":"old","newText":"new"}]}`,
+			want: "Successfully replaced 1 block(s) in sym/elink.txt.",
+			check: func(p *parityRun, res *loop.Result) {
+				r := p.call("bash", `{"command":"cat sym/etarget.txt; test -L sym/elink.txt && echo still-a-link"}`)
+				if got := resultText(r); got != "new\nstill-a-link\n" {
+					p.t.Errorf("after edit through a symlink: %q", got)
+				}
+			}},
+		{name: "read/quoting", tool: "read", args: `{"path":"q/it's.txt"}`, want: "z\n"},
 
 		// §4.4 bash
 		{name: "bash/echo", tool: "bash", args: `{"command":"echo hello"}`, want: "hello\n"},
@@ -317,6 +378,11 @@ func parityCases() []parityCase {
 		{name: "grep/bad-regex", tool: "grep", args: `{"pattern":"a(","path":"g/re.txt"}`,
 			match: regexp.MustCompile("\\Aregex parse error: missing closing \\): `a\\(`\\z"), isError: true},
 
+		{name: "grep/quoting", tool: "grep", args: `{"pattern":"z","path":"q"}`,
+			want: "$HOME.txt:1: z\n-n.txt:1: z\na b.txt:1: z\nback\\slash.txt:1: z\nit's.txt:1: z\nstar*.txt:1: z", sortLines: true},
+		{name: "grep/symlink-not-followed", tool: "grep", args: `{"pattern":"three","path":"g2"}`, want: "own.txt:1: three"},
+		{name: "grep/binary", tool: "grep", args: `{"pattern":"match","path":"bin"}`, want: "text.txt:1: match"},
+
 		// §4.7 find
 		{name: "find/anchored", tool: "find", args: `{"pattern":"src/*.ts","path":"f"}`, want: "src/a.ts"},
 		{name: "find/any-depth", tool: "find", args: `{"pattern":"**/src/*.ts","path":"f"}`,
@@ -334,6 +400,12 @@ func parityCases() []parityCase {
 		{name: "find/gitignore", tool: "find", args: `{"pattern":"*.txt","path":"repo"}`, want: "kept.txt"},
 		{name: "find/missing", tool: "find", args: `{"pattern":"*","path":"nope"}`, want: "Path not found: {{cwd}}/nope", isError: true},
 
+		{name: "find/quoting", tool: "find", args: `{"pattern":"*.txt","path":"q"}`,
+			want: "$HOME.txt\n-n.txt\na b.txt\nback\\slash.txt\nit's.txt\nstar*.txt", sortLines: true},
+		{name: "find/symlink-not-followed", tool: "find", args: `{"pattern":"inner.txt","path":"f"}`, want: "dir/inner.txt"},
+		{name: "find/symlink-name", tool: "find", args: `{"pattern":"linkdir","path":"f"}`, want: "linkdir"},
+		{name: "find/unicode", tool: "find", args: `{"pattern":"ä*","path":"l"}`, want: "ä-umlaut"},
+
 		// §4.8 ls
 		{name: "ls/order-broken-link", tool: "ls", args: `{"path":"l"}`,
 			want: "_under\n-dash\n.dot\n.hdir/\n~tilde\n1num\nä-umlaut\na.txt\nb.txt\nB2.txt\nlinkdir/\nsubdir/\nZeta"},
@@ -347,6 +419,8 @@ func parityCases() []parityCase {
 				}
 			}},
 		{name: "ls/dotfile-only", tool: "ls", args: `{"path":"e"}`, want: ".keep"},
+		{name: "ls/quoting", tool: "ls", args: `{"path":"q"}`,
+			want: "-n.txt\n$HOME.txt\na b.txt\nback\\slash.txt\nit's.txt\nstar*.txt"},
 		{name: "ls/not-dir", tool: "ls", args: `{"path":"plain.txt"}`, want: "Not a directory: {{cwd}}/plain.txt", isError: true},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -55,52 +56,15 @@ var parityTargets = []parityTarget{
 // that every backend's normalized result equals local's.
 func TestToolsParity(t *testing.T) {
 	cases := parityCases()
+	var mu sync.Mutex
 	got := map[string]map[string]string{} // target → case → normalized result
-	for _, tg := range parityTargets {
-		t.Run(tg.name, func(t *testing.T) {
-			b := tg.open(t)
-			ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
-			defer cancel()
-			cwd := b.Info().WorkDir
-			setupParityFixtures(t, ctx, b)
-			l, err := loop.New(tools.All(b))
-			if err != nil {
-				t.Fatal(err)
-			}
-			p := &parityRun{t: t, ctx: ctx, b: b, l: l, cwd: cwd}
-			got[tg.name] = map[string]string{}
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					p := *p
-					p.t = t
-					res := p.call(c.tool, c.args)
-					text := resultText(res)
-					want := strings.ReplaceAll(c.want, "{{cwd}}", cwd)
-					if strings.Contains(want, "$SPILL") {
-						text = spillPath.ReplaceAllLiteralString(text, "Full output: $SPILL]")
-					}
-					if c.sortLines {
-						text, want = sortedLines(text), sortedLines(want)
-					}
-					switch {
-					case c.match != nil:
-						if !c.match.MatchString(text) {
-							t.Errorf("text %q does not match %s", text, c.match)
-						}
-					case text != want:
-						t.Errorf("text:\n%q\nwant:\n%q", text, want)
-					}
-					if res.IsError != c.isError {
-						t.Errorf("isError = %v, want %v (text %q)", res.IsError, c.isError, text)
-					}
-					if c.check != nil {
-						c.check(&p, res)
-					}
-					got[tg.name][c.name] = normalizeResult(t, res, cwd, c.sortLines)
-				})
-			}
-		})
-	}
+	// The targets run in parallel (most of a remote call is waiting); the
+	// group returns when all have finished.
+	t.Run("on", func(t *testing.T) {
+		for _, tg := range parityTargets {
+			runParityTarget(t, tg, cases, &mu, got)
+		}
+	})
 	ref := got["local"]
 	for _, tg := range parityTargets[1:] {
 		for _, c := range cases {
@@ -113,6 +77,58 @@ func TestToolsParity(t *testing.T) {
 			}
 		}
 	}
+}
+
+func runParityTarget(t *testing.T, tg parityTarget, cases []parityCase, mu *sync.Mutex, got map[string]map[string]string) {
+	t.Run(tg.name, func(t *testing.T) {
+		t.Parallel()
+		b := tg.open(t)
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+		defer cancel()
+		cwd := b.Info().WorkDir
+		setupParityFixtures(t, ctx, b)
+		l, err := loop.New(tools.All(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := &parityRun{t: t, ctx: ctx, b: b, l: l, cwd: cwd}
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				p := *p
+				p.t = t
+				res := p.call(c.tool, c.args)
+				text := resultText(res)
+				want := strings.ReplaceAll(c.want, "{{cwd}}", cwd)
+				if strings.Contains(want, "$SPILL") {
+					text = spillPath.ReplaceAllLiteralString(text, "Full output: $SPILL]")
+				}
+				if c.sortLines {
+					text, want = sortedLines(text), sortedLines(want)
+				}
+				switch {
+				case c.match != nil:
+					if !c.match.MatchString(text) {
+						t.Errorf("text %q does not match %s", text, c.match)
+					}
+				case text != want:
+					t.Errorf("text:\n%q\nwant:\n%q", text, want)
+				}
+				if res.IsError != c.isError {
+					t.Errorf("isError = %v, want %v (text %q)", res.IsError, c.isError, text)
+				}
+				if c.check != nil {
+					c.check(&p, res)
+				}
+				norm := normalizeResult(t, res, cwd, c.sortLines)
+				mu.Lock()
+				defer mu.Unlock()
+				if got[tg.name] == nil {
+					got[tg.name] = map[string]string{}
+				}
+				got[tg.name][c.name] = norm
+			})
+		}
+	})
 }
 
 // parityRun is one target's loop and backend, for calls and checks.
@@ -229,15 +245,18 @@ func runSetup(t *testing.T, ctx context.Context, b ops.Backend, command string) 
 	}
 }
 
+// writeSetup writes one fixture; it may run on another goroutine, so it
+// reports with Errorf.
 func writeSetup(t *testing.T, ctx context.Context, b ops.Backend, name, data string) {
 	t.Helper()
 	p := b.Info().WorkDir + "/" + name
 	if i := strings.LastIndex(p, "/"); i > 0 {
 		if err := b.MkdirAll(ctx, p[:i], 0o755); err != nil {
-			t.Fatalf("setup mkdir for %s: %v", name, err)
+			t.Errorf("setup mkdir for %s: %v", name, err)
+			return
 		}
 	}
 	if err := b.WriteFile(ctx, p, []byte(data), 0o644); err != nil {
-		t.Fatalf("setup %s: %v", name, err)
+		t.Errorf("setup %s: %v", name, err)
 	}
 }
