@@ -53,6 +53,7 @@ func writeFaults(o *options, rows []scenResult, took time.Duration) error {
 			sv = "unknown"
 			total["unknown"]++
 		} else {
+			total["survivors"] += r.Survivors
 		}
 		w("| %s | %s | %d | %d | %d | %s | %d | %s | %s |\n", r.Backend, r.Scenario, r.Trials, r.Failures, r.Hangs, sv, r.Lost, lat, cellText(note))
 		total["failures"] += r.Failures
