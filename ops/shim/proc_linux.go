@@ -86,6 +86,13 @@ func killDescendants(root int, limit time.Duration) bool {
 		if len(ds) == 0 {
 			return true
 		}
+		// Stop all before killing any: killed one by one, a shell whose
+		// foreground child died first would run its next command
+		// (`sleep 9; rm x`) before its own SIGKILL arrives. A stopped
+		// process cannot run or fork; SIGKILL still ends it.
+		for _, pid := range ds {
+			_ = syscall.Kill(pid, syscall.SIGSTOP)
+		}
 		for _, pid := range ds {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
