@@ -27,6 +27,7 @@ type parityCase struct {
 	match     *regexp.Regexp
 	isError   bool
 	sortLines bool // result order across files is not defined (rg, fd)
+	volatile  bool // timing-dependent: match only, no comparison with local
 	check     func(p *parityRun, res *loop.Result)
 }
 
@@ -109,6 +110,8 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		"sym/script.sh":         "echo old\n",
 		"bin/blob.dat":          "match\x00\x01\x02 match\n",
 		"bin/text.txt":          "match\n",
+		"g3/w.txt":              "1\nhit\n3\nhit\n5\n6\n7\n8\nhit\n",
+		"huge.txt":              hugeText(),
 	}
 	// A few writers at once: each remote write is a round trip.
 	var wg sync.WaitGroup
@@ -127,6 +130,15 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 	runSetup(t, ctx, b, "ln -s nowhere l/broken && ln -s subdir l/linkdir && ln -s dir f/linkdir && "+
 		"ln -s target.txt sym/link.txt && ln -s etarget.txt sym/elink.txt && chmod 755 sym/script.sh && "+
 		"mkdir g2 && ln -s ../g/a.txt g2/link.txt && echo three > g2/own.txt")
+}
+
+// hugeText is a 3 MB file of numbered lines, for streaming reads.
+func hugeText() string {
+	var b strings.Builder
+	for i := 1; i <= 300000; i++ {
+		fmt.Fprintf(&b, "row %06d\n", i)
+	}
+	return b.String()
 }
 
 func tinyPNG(t *testing.T) []byte {
@@ -189,6 +201,14 @@ func parityCases() []parityCase {
 		{name: "read/broken-symlink", tool: "read", args: `{"path":"l/broken"}`,
 			want: "ENOENT: no such file or directory, access '{{cwd}}/l/broken'", isError: true},
 
+		{name: "read/limit-0", tool: "read", args: `{"path":"plain.txt","limit":0}`,
+			want: "\n\n[4 more lines in file. Use offset=1 to continue.]"},
+		{name: "read/huge-offset", tool: "read", args: `{"path":"huge.txt","offset":299999,"limit":1}`,
+			want: "row 299999\n\n[2 more lines in file. Use offset=300000 to continue.]"},
+		{name: "read/huge-truncated", tool: "read", args: `{"path":"huge.txt","offset":1000}`,
+			want: strings.Join(strings.Split(hugeText(), "\n")[999:999+2000], "\n") +
+				"\n\n[Showing lines 1000-2999 of 300001. Use offset=3000 to continue.]"},
+
 		// §4.2 write
 		{name: "write/parents", tool: "write", args: `{"path":"new/deep/file.txt","content":"hi\n"}`,
 			want: "Successfully wrote to new/deep/file.txt",
@@ -228,6 +248,14 @@ func parityCases() []parityCase {
 			check: func(p *parityRun, res *loop.Result) {
 				if got := p.readFile("qw/new $x 'q'.txt"); got != "z\n" {
 					p.t.Errorf("written file %q", got)
+				}
+			}},
+
+		{name: "write/large", tool: "write", args: fmt.Sprintf(`{"path":"large.txt","content":%q}`, strings.Repeat("0123456789abcdef", 300000/16)),
+			want: "Successfully wrote to large.txt",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("large.txt"); got != strings.Repeat("0123456789abcdef", 300000/16) {
+					p.t.Errorf("written file has %d bytes", len(got))
 				}
 			}},
 
@@ -343,6 +371,28 @@ func parityCases() []parityCase {
 		{name: "bash/invalid-utf8", tool: "bash", args: `{"command":"printf 'a\\377b\\n'"}`, want: "a\ufffdb\n"},
 		{name: "bash/long-line", tool: "bash", args: `{"command":"head -c 60000 /dev/zero | tr '\\0' x"}`,
 			want: strings.Repeat("x", 51200) + "\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: $SPILL]"},
+		{name: "bash/sigterm", tool: "bash", args: `{"command":"echo a; kill -TERM $$"}`,
+			want: "a\n\n\nCommand exited with code 143", isError: true},
+		{name: "bash/cr", tool: "bash", args: `{"command":"printf 'a\\rb\\r\\n'"}`, want: "a\rb\r\n"},
+		{name: "bash/utf8-chunks", tool: "bash", args: `{"command":"awk 'BEGIN{for(i=0;i<30000;i++) printf \"é\"}'"}`,
+			want: strings.Repeat("é", 25600) + "\n\n[Showing last 50.0KB of line 1 (line is 58.6KB). Full output: $SPILL]"},
+		{name: "bash/huge", tool: "bash", args: `{"command":"head -c 5000000 /dev/zero | tr '\\0' a"}`,
+			want: strings.Repeat("a", 51200) + "\n\n[Showing last 50.0KB of line 1 (line is 4.8MB). Full output: $SPILL]",
+			check: func(p *parityRun, res *loop.Result) {
+				path, _ := p.details(res)["fullOutputPath"].(string)
+				r := p.call("bash", fmt.Sprintf(`{"command":"wc -c < '%s' | tr -d ' '"}`, path))
+				if got := resultText(r); got != "5000000\n" {
+					p.t.Errorf("full output file size %q", got)
+				}
+			}},
+		{name: "bash/background-silent", tool: "bash", args: `{"command":"sleep 3 & echo started","timeout":2}`, want: "started\n"},
+		{name: "bash/background-writing", tool: "bash", args: `{"command":"(while :; do echo tick; sleep 0.05; done) & echo started","timeout":0.5}`,
+			match:   regexp.MustCompile(`\A(tick\n)*started\n(tick\n)+\n\nCommand timed out after 0\.5 seconds\. The shell exited with code 0 after 0\.\d seconds, but background processes it started kept writing output until the timeout\.\z`),
+			isError: true, volatile: true},
+		// The kill at the deadline must not let the shell run its next
+		// command once its foreground child died (ops/shim kill sweep).
+		{name: "bash/timeout-no-next-command", tool: "bash", args: `{"command":"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 9 & done; sleep 9; echo after","timeout":0.5}`,
+			want: "Command timed out after 0.5 seconds", isError: true},
 		{name: "bash/stdin-closed", tool: "bash", args: `{"command":"cat; echo rc=$?"}`, want: "rc=0\n"},
 
 		// §4.6 grep
@@ -383,6 +433,9 @@ func parityCases() []parityCase {
 		{name: "grep/symlink-not-followed", tool: "grep", args: `{"pattern":"three","path":"g2"}`, want: "own.txt:1: three"},
 		{name: "grep/binary", tool: "grep", args: `{"pattern":"match","path":"bin"}`, want: "text.txt:1: match"},
 
+		{name: "grep/context-merge", tool: "grep", args: `{"pattern":"hit","path":"g3","context":1}`,
+			want: "w.txt-1- 1\nw.txt:2: hit\nw.txt-3- 3\nw.txt:4: hit\nw.txt-5- 5\nw.txt-8- 8\nw.txt:9: hit"},
+
 		// §4.7 find
 		{name: "find/anchored", tool: "find", args: `{"pattern":"src/*.ts","path":"f"}`, want: "src/a.ts"},
 		{name: "find/any-depth", tool: "find", args: `{"pattern":"**/src/*.ts","path":"f"}`,
@@ -404,6 +457,7 @@ func parityCases() []parityCase {
 			want: "$HOME.txt\n-n.txt\na b.txt\nback\\slash.txt\nit's.txt\nstar*.txt", sortLines: true},
 		{name: "find/symlink-not-followed", tool: "find", args: `{"pattern":"inner.txt","path":"f"}`, want: "dir/inner.txt"},
 		{name: "find/symlink-name", tool: "find", args: `{"pattern":"linkdir","path":"f"}`, want: "linkdir"},
+		{name: "find/dot-slash", tool: "find", args: `{"pattern":"./src/*.ts","path":"f"}`, want: "src/a.ts"},
 		{name: "find/unicode", tool: "find", args: `{"pattern":"ä*","path":"l"}`, want: "ä-umlaut"},
 
 		// §4.8 ls
