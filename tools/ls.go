@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"math"
 	"path"
 	"sort"
@@ -94,12 +95,32 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 		return nil, textErr("Cannot read directory: "+nodeError(err, "scandir", dir), err)
 	}
 	names := make([]string, len(ents))
+	known := make(map[string]bool, len(ents)) // name → is a directory
 	for i, e := range ents {
 		// Node decodes names as UTF-8 (invalid bytes become U+FFFD), and
 		// then stats the decoded name: such entries vanish, as in pi.
 		names[i] = decodeString([]byte(e.Name()))
+		if names[i] == e.Name() && e.Type()&fs.ModeSymlink == 0 {
+			known[names[i]] = e.IsDir()
+		}
 	}
 	sortNames(names)
+	// Following a link is the only way stat can disagree with the entry's
+	// own type, so only links need a stat — once one stat shows that the
+	// directory can be searched at all (without search permission every
+	// stat fails and pi lists nothing). On a remote target each stat is a
+	// round trip.
+	trustTypes := false
+	for _, n := range names {
+		if _, ok := known[n]; ok {
+			_, err := t.fsys.Stat(ctx, path.Join(dir, n))
+			if errors.Is(err, ops.ErrTransport) {
+				return nil, err
+			}
+			trustTypes = err == nil
+			break
+		}
+	}
 
 	// Walk the sorted names as pi does, stopping once limit entries are
 	// collected; the stats of a stretch of names run concurrently (each is
@@ -111,7 +132,10 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 			return nil, err
 		}
 		batch := names[i:min(len(names), i+min(limit-len(out), lsStatBatch))]
-		entries, err := t.statAll(ctx, dir, batch)
+		if !trustTypes {
+			known = nil
+		}
+		entries, err := t.statAll(ctx, dir, batch, known)
 		if err != nil {
 			return nil, err
 		}
@@ -155,13 +179,21 @@ const (
 // statAll stats dir/name for each name (following symbolic links) and
 // returns the display names in order: "name/" for a directory, "" for an
 // entry whose stat failed (pi drops those silently: broken links vanish).
-// A transport failure fails the listing.
-func (t *lsTool) statAll(ctx context.Context, dir string, names []string) ([]string, error) {
+// A transport failure fails the listing. Names in known (entries that are
+// not symbolic links) take their type from there without a stat.
+func (t *lsTool) statAll(ctx context.Context, dir string, names []string, known map[string]bool) ([]string, error) {
 	out := make([]string, len(names))
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, lsStatParallel)
 	var wg sync.WaitGroup
 	for i, name := range names {
+		if isDir, ok := known[name]; ok {
+			out[i] = name
+			if isDir {
+				out[i] += "/"
+			}
+			continue
+		}
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
