@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -28,7 +29,9 @@ type parityCase struct {
 	isError   bool
 	sortLines bool // result order across files is not defined (rg, fd)
 	volatile  bool // timing-dependent: match only, no comparison with local
-	check     func(p *parityRun, res *loop.Result)
+	// abortAfter cancels the call's context after this long.
+	abortAfter time.Duration
+	check      func(p *parityRun, res *loop.Result)
 }
 
 // setupParityFixtures creates the files the cases use in the working
@@ -112,6 +115,7 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		"bin/text.txt":          "match\n",
 		"g3/w.txt":              "1\nhit\n3\nhit\n5\n6\n7\n8\nhit\n",
 		"huge.txt":              hugeText(),
+		"curly\u2019s.txt":      "curly\n",
 	}
 	// A few writers at once: each remote write is a round trip.
 	var wg sync.WaitGroup
@@ -208,6 +212,8 @@ func parityCases() []parityCase {
 		{name: "read/huge-truncated", tool: "read", args: `{"path":"huge.txt","offset":1000}`,
 			want: strings.Join(strings.Split(hugeText(), "\n")[999:999+2000], "\n") +
 				"\n\n[Showing lines 1000-2999 of 300001. Use offset=3000 to continue.]"},
+
+		{name: "read/apostrophe-fallback", tool: "read", args: `{"path":"curly's.txt"}`, want: "curly\n"},
 
 		// §4.2 write
 		{name: "write/parents", tool: "write", args: `{"path":"new/deep/file.txt","content":"hi\n"}`,
@@ -393,6 +399,12 @@ func parityCases() []parityCase {
 		// command once its foreground child died (ops/shim kill sweep).
 		{name: "bash/timeout-no-next-command", tool: "bash", args: `{"command":"for i in 1 2 3 4 5 6 7 8 9 10; do sleep 9 & done; sleep 9; echo after","timeout":0.5}`,
 			want: "Command timed out after 0.5 seconds", isError: true},
+		{name: "bash/interleave", tool: "bash", args: `{"command":"for i in 1 2 3 4 5; do echo o$i; echo e$i >&2; done"}`,
+			want: "o1\ne1\no2\ne2\no3\ne3\no4\ne4\no5\ne5\n"},
+		{name: "bash/timeout-zero", tool: "bash", args: `{"command":"echo x","timeout":0}`,
+			want: "Invalid timeout: must be a finite number of seconds", isError: true},
+		{name: "bash/aborted", tool: "bash", args: `{"command":"echo started; sleep 5"}`, abortAfter: 300 * time.Millisecond,
+			want: "started\n\n\nCommand aborted", isError: true},
 		{name: "bash/stdin-closed", tool: "bash", args: `{"command":"cat; echo rc=$?"}`, want: "rc=0\n"},
 
 		// §4.6 grep

@@ -96,6 +96,12 @@ func runParityTarget(t *testing.T, tg parityTarget, cases []parityCase, mu *sync
 			t.Run(c.name, func(t *testing.T) {
 				p := *p
 				p.t = t
+				if c.abortAfter > 0 {
+					ctx, cancel := context.WithCancel(p.ctx)
+					defer cancel()
+					time.AfterFunc(c.abortAfter, cancel)
+					p.ctx = ctx
+				}
 				res := p.call(c.tool, c.args)
 				text := resultText(res)
 				want := strings.ReplaceAll(c.want, "{{cwd}}", cwd)
