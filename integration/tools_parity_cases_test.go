@@ -343,8 +343,9 @@ func parityCases() []parityCase {
 			want: "out\nerr\n\n\nCommand exited with code 3", isError: true},
 		{name: "bash/kill-9", tool: "bash", args: `{"command":"kill -9 $$"}`,
 			want: "(no output)\n\nCommand exited with code 137", isError: true},
-		{name: "bash/timeout", tool: "bash", args: `{"command":"sleep 5","timeout":0.5}`,
-			want: "Command timed out after 0.5 seconds", isError: true},
+		{name: "bash/timeout", tool: "bash", args: `{"command":"sleep 16 & sleep 16","timeout":0.5}`,
+			want: "Command timed out after 0.5 seconds", isError: true,
+			check: func(p *parityRun, res *loop.Result) { p.noProcess("sleep 1", "6") }},
 		{name: "bash/utf8", tool: "bash", args: `{"command":"printf 'h\\303\\251llo \\342\\234\\223 \\360\\237\\231\\202\\n'"}`,
 			want: "héllo ✓ 🙂\n"},
 		{name: "bash/truncated", tool: "bash", args: `{"command":"i=1; while [ $i -le 3000 ]; do echo $i; i=$((i+1)); done"}`,
@@ -403,8 +404,9 @@ func parityCases() []parityCase {
 			want: "o1\ne1\no2\ne2\no3\ne3\no4\ne4\no5\ne5\n"},
 		{name: "bash/timeout-zero", tool: "bash", args: `{"command":"echo x","timeout":0}`,
 			want: "Invalid timeout: must be a finite number of seconds", isError: true},
-		{name: "bash/aborted", tool: "bash", args: `{"command":"echo started; sleep 5"}`, abortAfter: 300 * time.Millisecond,
-			want: "started\n\n\nCommand aborted", isError: true},
+		{name: "bash/aborted", tool: "bash", args: `{"command":"sleep 17 & echo started; sleep 17"}`, abortAfter: 300 * time.Millisecond,
+			want: "started\n\n\nCommand aborted", isError: true,
+			check: func(p *parityRun, res *loop.Result) { p.noProcess("sleep 1", "7") }},
 		{name: "bash/stdin-closed", tool: "bash", args: `{"command":"cat; echo rc=$?"}`, want: "rc=0\n"},
 
 		// §4.6 grep

@@ -3,6 +3,7 @@ package integration
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -184,6 +185,30 @@ func (p *parityRun) readFile(name string) string {
 		p.t.Fatalf("read back %s: %v", name, err)
 	}
 	return string(data)
+}
+
+// noProcess waits until no process of the target has a command line
+// starting with a+b (split so that the probe's own command line does not
+// match), failing after five seconds.
+func (p *parityRun) noProcess(a, b string) {
+	p.t.Helper()
+	probe := fmt.Sprintf(`{"command":"for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' 2>/dev/null < $f; echo; done 2>/dev/null | grep -c '^%s''%s ' || true"}`, a, b)
+	q := *p // the call's own context may be canceled (abort cases)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	q.ctx = ctx
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := resultText(q.call("bash", probe))
+		if n == "0\n" {
+			return
+		}
+		if time.Now().After(deadline) {
+			p.t.Errorf("%s%s still running (%q)", a, b, n)
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // resultText joins the text blocks; an image block shows as
