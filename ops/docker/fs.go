@@ -177,7 +177,8 @@ func (b *Backend) Remove(ctx context.Context, name string) error {
 // Redirections go on "true", a regular builtin: a failed redirection on a
 // special builtin such as ":" makes sh exit. When no temp file can be created there
 // or the rename fails (a bind-mounted file: EBUSY, EXDEV), it writes in
-// place.
+// place. The temp file must hold all $size bytes before the rename: an
+// attach stream cut by an abort looks like a normal end of input to cat.
 const writeFileScript = `d=${p%/*}; [ -n "$d" ] || d=/; n=${p##*/}
 if [ -e "$p" ]; then r=$(readlink -f -- "$p") || return
 elif [ -L "$p" ]; then t=$(readlink -- "$p"); case $t in /*) r=$t;; *) r=$d/$t;; esac
@@ -194,6 +195,7 @@ if [ -e "$r" ]; then m=$(stat -c %a -- "$r") || return; fi
 tmp=$rd/.pi-sandbox-write.$$
 if { true > "$tmp"; } 2>/dev/null; then
   cat > "$tmp" || { rm -f "$tmp"; return 1; }
+  if [ "$(stat -c %s -- "$tmp")" != "$size" ]; then rm -f "$tmp"; e EIO; return; fi
   chmod "$m" "$tmp" || { rm -f "$tmp"; return 1; }
   if mv -f "$tmp" "$r" 2>/dev/null; then return 0; fi
   cat "$tmp" > "$r" || { rm -f "$tmp"; return 1; }
@@ -207,7 +209,7 @@ func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm 
 	// Assume the usual umask (022) for a new file's mode, as os.WriteFile
 	// would apply it.
 	mode := strconv.FormatUint(uint64(perm&fs.ModePerm&^0o022), 8)
-	_, err := b.fsScript(ctx, "open", name, "perm="+mode+"\n"+writeFileScript, bytes.NewReader(data))
+	_, err := b.fsScript(ctx, "open", name, "perm="+mode+"\nsize="+strconv.Itoa(len(data))+"\n"+writeFileScript, bytes.NewReader(data))
 	return err
 }
 
