@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"image"
 	"image/color"
+	"image/jpeg"
 	"image/png"
 	"regexp"
 	"strings"
@@ -51,6 +52,8 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		"big.txt":               big.String(),
 		"sub/keep.txt":          "x\n",
 		"pic.dat":               string(tinyPNG(t)),
+		"pic.bmp.bin":           string(tinyBMP()),
+		"photo":                 string(tinyJPEG(t)),
 		"fake.png":              "not an image\n",
 		"edit.txt":              "Hello, world!",
 		"notfound.txt":          "abc\n",
@@ -145,6 +148,24 @@ func hugeText() string {
 	return b.String()
 }
 
+// tinyBMP is a 1×1 24-bit BMP.
+func tinyBMP() []byte {
+	b := []byte{'B', 'M', 58, 0, 0, 0, 0, 0, 0, 0, 54, 0, 0, 0, // file header
+		40, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 24, 0, 0, 0, 0, 0, 4, 0, 0, 0, // info header
+		0x13, 0x0b, 0, 0, 0x13, 0x0b, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+		0, 0, 255, 0} // one red pixel, row padded to 4 bytes
+	return b
+}
+
+func tinyJPEG(t *testing.T) []byte {
+	img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+	var buf bytes.Buffer
+	if err := jpeg.Encode(&buf, img, nil); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
 func tinyPNG(t *testing.T) []byte {
 	img := image.NewRGBA(image.Rect(0, 0, 2, 2))
 	img.Set(0, 0, color.RGBA{255, 0, 0, 255})
@@ -184,6 +205,9 @@ func parityCases() []parityCase {
 					p.t.Errorf("image content %+v", res.Content)
 				}
 			}},
+		{name: "read/bmp-converted", tool: "read", args: `{"path":"pic.bmp.bin"}`,
+			want: "Read image file [image/png]\n[Image converted from image/bmp to image/png.]|<image image/png>"},
+		{name: "read/jpeg", tool: "read", args: `{"path":"photo"}`, want: "Read image file [image/jpeg]|<image image/jpeg>"},
 		{name: "read/png-name-text", tool: "read", args: `{"path":"fake.png"}`, want: "not an image\n"},
 
 		{name: "read/empty", tool: "read", args: `{"path":"empty.txt"}`, want: ""},
@@ -425,6 +449,8 @@ func parityCases() []parityCase {
 		{name: "grep/missing-path", tool: "grep", args: `{"pattern":"x","path":"nope"}`,
 			want: "Path not found: {{cwd}}/nope", isError: true},
 
+		{name: "grep/default-path", tool: "grep", args: `{"pattern":"needle"}`,
+			want: "repo/.hidden:1: needle\nrepo/kept.txt:1: needle", sortLines: true},
 		{name: "grep/file-target", tool: "grep", args: `{"pattern":"three","path":"g/a.txt"}`, want: "a.txt:3: three"},
 		{name: "grep/ignore-case", tool: "grep", args: `{"pattern":"upper","path":"g/re.txt","ignoreCase":true}`, want: "re.txt:4: UPPER hit"},
 		{name: "grep/literal", tool: "grep", args: `{"pattern":"a.c","path":"g/re.txt","literal":true}`, want: "re.txt:1: a.c"},
@@ -471,6 +497,8 @@ func parityCases() []parityCase {
 			want: "$HOME.txt\n-n.txt\na b.txt\nback\\slash.txt\nit's.txt\nstar*.txt", sortLines: true},
 		{name: "find/symlink-not-followed", tool: "find", args: `{"pattern":"inner.txt","path":"f"}`, want: "dir/inner.txt"},
 		{name: "find/symlink-name", tool: "find", args: `{"pattern":"linkdir","path":"f"}`, want: "linkdir"},
+		{name: "find/default-path", tool: "find", args: `{"pattern":"*.ts"}`,
+			want: "f/src/a.ts\nf/pkg/src/b.ts\ng/sub/deep.ts", sortLines: true},
 		{name: "find/dot-slash", tool: "find", args: `{"pattern":"./src/*.ts","path":"f"}`, want: "src/a.ts"},
 		{name: "find/unicode", tool: "find", args: `{"pattern":"ä*","path":"l"}`, want: "ä-umlaut"},
 
