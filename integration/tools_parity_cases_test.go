@@ -118,6 +118,7 @@ func setupParityFixtures(t *testing.T, ctx context.Context, b ops.Backend) {
 		"bin/text.txt":          "match\n",
 		"g3/w.txt":              "1\nhit\n3\nhit\n5\n6\n7\n8\nhit\n",
 		"huge.txt":              hugeText(),
+		"huge-edit.txt":         hugeText(),
 		"curly\u2019s.txt":      "curly\n",
 	}
 	// A few writers at once: each remote write is a round trip.
@@ -237,6 +238,8 @@ func parityCases() []parityCase {
 			want: strings.Join(strings.Split(hugeText(), "\n")[999:999+2000], "\n") +
 				"\n\n[Showing lines 1000-2999 of 300001. Use offset=3000 to continue.]"},
 
+		{name: "read/huge-beyond", tool: "read", args: `{"path":"huge.txt","offset":400000}`,
+			want: "Offset 400000 is beyond end of file (300001 lines total)", isError: true},
 		{name: "read/apostrophe-fallback", tool: "read", args: `{"path":"curly's.txt"}`, want: "curly\n"},
 
 		// §4.2 write
@@ -263,6 +266,13 @@ func parityCases() []parityCase {
 		{name: "write/onto-dir", tool: "write", args: `{"path":"sub","content":"y"}`,
 			want: "EISDIR: illegal operation on a directory, open '{{cwd}}/sub'", isError: true},
 
+		{name: "write/empty", tool: "write", args: `{"path":"empty-new.txt","content":""}`,
+			want: "Successfully wrote to empty-new.txt",
+			check: func(p *parityRun, res *loop.Result) {
+				if got := p.readFile("empty-new.txt"); got != "" {
+					p.t.Errorf("written file %q", got)
+				}
+			}},
 		{name: "write/modes", tool: "bash", args: `{"command":"stat -c '%a %n' new/deep new/deep/file.txt afile"}`,
 			want: "755 new/deep\n644 new/deep/file.txt\n644 afile\n"},
 		{name: "write/through-symlink", tool: "write", args: `{"path":"sym/link.txt","content":"new\n"}`,
@@ -338,6 +348,17 @@ func parityCases() []parityCase {
 				}
 				if d := p.details(res); d["diff"] != "-1 aa\n+1 AA\n 2 bb\n-3 cc\n+3 CC" {
 					p.t.Errorf("diff %q", d["diff"])
+				}
+			}},
+		{name: "edit/huge", tool: "edit", args: `{"path":"huge-edit.txt","edits":[{"oldText":"row 150000\n","newText":"ROW\n"}]}`,
+			want: "Successfully replaced 1 block(s) in huge-edit.txt.",
+			check: func(p *parityRun, res *loop.Result) {
+				d := p.details(res)
+				if d["firstChangedLine"] != 150000.0 || !strings.Contains(d["diff"].(string), "-150000 row 150000\n+150000 ROW\n") {
+					p.t.Errorf("firstChangedLine %v, diff %q", d["firstChangedLine"], d["diff"])
+				}
+				if got := p.readFile("huge-edit.txt"); got != strings.Replace(hugeText(), "row 150000\n", "ROW\n", 1) {
+					p.t.Errorf("edited file: %d bytes", len(got))
 				}
 			}},
 		{name: "edit/empty-edits", tool: "edit", args: `{"path":"multi.txt","edits":[]}`,
