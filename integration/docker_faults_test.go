@@ -113,6 +113,25 @@ func TestDockerFaultContainerPaused(t *testing.T) {
 	case <-time.After(limit + 20*time.Second):
 		t.Fatal("Run still blocked long after its timeout in a paused container")
 	}
+	// Once the container runs again, the command's tree dies.
+	if _, err := cli.ContainerUnpause(t.Context(), b.ID(), client.ContainerUnpauseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var out bytes.Buffer
+		err := b.Run(t.Context(), &ops.Cmd{Command: "ps -o args | grep -c '^sleep 300' || true", Output: &out})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.TrimSpace(out.String()) == "0" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("sleep 300 still alive 15 s after unpause: %q", out.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // TestDockerFaultEngineUnreachable: a clear transport error at open, fast.

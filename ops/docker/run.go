@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 )
@@ -269,20 +271,57 @@ func (b *Backend) kill(p *proc, ctl *controlWriter, pidFile string) {
 	default:
 		script = shellproc.KillScript(pidFile, "")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if kp, err := b.start(ctx, execSpec{argv: []string{"/bin/sh", "-c", script}}); err == nil {
-		select {
-		case <-kp.done:
-		case <-ctx.Done():
-		}
-		kp.closeStream()
+	if !b.runKill(script) {
+		// A paused container cannot exec: kill the tree as soon as it runs
+		// again, so nothing the command started outlives the pause.
+		go b.killWhenRunnable(script)
 	}
 	select {
 	case <-p.done:
 	case <-time.After(killWait):
 	}
 	p.closeStream()
+}
+
+// runKill runs the kill script in a second exec and reports whether it ran.
+func (b *Backend) runKill(script string) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	kp, err := b.start(ctx, execSpec{argv: []string{"/bin/sh", "-c", script}})
+	if err != nil {
+		return false
+	}
+	defer kp.closeStream()
+	select {
+	case <-kp.done:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// killRetryFor bounds how long a kill waits for a paused container.
+const killRetryFor = 10 * time.Minute
+
+// killWhenRunnable retries the kill script once the container is running
+// and not paused; it gives up when the container is gone or stopped (its
+// processes are dead then) or after killRetryFor.
+func (b *Backend) killWhenRunnable(script string) {
+	for deadline := time.Now().Add(killRetryFor); time.Now().Before(deadline); {
+		time.Sleep(250 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+		cancel()
+		if err != nil || res.Container.State == nil || !res.Container.State.Running {
+			return
+		}
+		if res.Container.State.Paused {
+			continue
+		}
+		if b.runKill(script) {
+			return
+		}
+	}
 }
 
 // activityWriter forwards output and signals each chunk (re-arming the exit
