@@ -18,6 +18,6 @@ import (
 	_ "golang.org/x/crypto/ssh/agent"
 	_ "golang.org/x/crypto/ssh/knownhosts"
 	_ "golang.org/x/sys/unix"
-	_ "golang.org/x/text/unicode/norm"
 	_ "golang.org/x/term"
+	_ "golang.org/x/text/unicode/norm"
 )
