@@ -349,7 +349,7 @@ func TestUpdates(t *testing.T) {
 	l.RunBatch(context.Background(), nil, []loop.ToolCall{call("l", "late", `{}`)}, rec.emit)
 	late(loop.TextResult("too late", nil))
 	equalLines(t, rec.summary(), []string{"tool_execution_start l", "tool_execution_update l", "tool_execution_end l", "message_start l", "message_end l"})
-	if got := rec.lines[1]; got != `{"type":"tool_execution_update","toolCallId":"l","toolName":"late","args":{},"partialResult":{"content":[],"isError":false}}` {
+	if got := rec.lines[1]; got != `{"type":"tool_execution_update","toolCallId":"l","toolName":"late","args":{},"partialResult":{"content":[]}}` {
 		t.Errorf("empty update: %s", got)
 	}
 }

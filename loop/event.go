@@ -178,8 +178,26 @@ func (e ToolExecutionUpdate) MarshalJSON() ([]byte, error) {
 		ToolCallID    string          `json:"toolCallId"`
 		ToolName      string          `json:"toolName"`
 		Args          json.RawMessage `json:"args"`
-		PartialResult *Result         `json:"partialResult"`
-	}{e.Type(), e.ToolCallID, e.ToolName, rawArgs(e.Args), e.PartialResult})
+		PartialResult *partialJSON    `json:"partialResult"`
+	}{e.Type(), e.ToolCallID, e.ToolName, rawArgs(e.Args), newPartialJSON(e.PartialResult)})
+}
+
+// partialJSON is a partial result as pi's onUpdate carries it: content and
+// details only (a running tool has no isError or terminate yet).
+type partialJSON struct {
+	Content []Content `json:"content"`
+	Details any       `json:"details,omitempty"`
+}
+
+func newPartialJSON(r *Result) *partialJSON {
+	if r == nil {
+		return nil
+	}
+	c := r.Content
+	if c == nil {
+		c = []Content{}
+	}
+	return &partialJSON{Content: c, Details: r.Details}
 }
 
 // MarshalJSON writes {"type","toolCallId","toolName","result","isError",
