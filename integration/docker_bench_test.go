@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
@@ -53,7 +54,7 @@ func BenchmarkDocker(b *testing.B) {
 	})
 	b.Run("CLIExecTrue", func(b *testing.B) {
 		if _, err := exec.LookPath("docker"); err != nil {
-			b.Skip("no docker CLI")
+			testenv.SkipOrFail(b, "no docker CLI")
 		}
 		for b.Loop() {
 			if out, err := exec.Command("docker", "exec", be.ID(), "true").CombinedOutput(); err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/images"
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
 
@@ -148,10 +149,7 @@ func needImage(t testing.TB, image string) *client.Client {
 
 func skipOrFail(t testing.TB, reason string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(reason)
-	}
-	t.Skip(reason)
+	testenv.SkipOrFail(t, reason)
 }
 
 // labels returns the per-run label for Config.Labels.

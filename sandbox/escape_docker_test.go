@@ -3,7 +3,6 @@ package sandbox_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/images"
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
@@ -21,10 +21,7 @@ const dockerImage = "pi-sandbox/busybox"
 
 func skipOrFail(t *testing.T, reason string) {
 	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatal(reason + "; CI=true requires it")
-	}
-	t.Skip(reason)
+	testenv.SkipOrFail(t, reason)
 }
 
 // needEngine returns a client of a reachable engine that has the busybox

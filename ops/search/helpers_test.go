@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -135,10 +136,7 @@ func needTool(t *testing.T, names ...string) {
 			return
 		}
 	}
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s not installed (apt-get install ripgrep fd-find)", names[0])
-	}
-	t.Skipf("%s not installed (apt-get install ripgrep fd-find)", names[0])
+	testenv.SkipOrFail(t, names[0]+" not installed (apt-get install ripgrep fd-find)")
 }
 
 // sortedByFile orders events by path, then line: ripgrep's order across
