@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"time"
@@ -23,11 +22,8 @@ func runGC(ctx context.Context, args []string, io stdio) int {
 	fs.SetOutput(io.err)
 	all := fs.Bool("all", false, "remove every pi-sandbox container, running sandboxes included")
 	maxAge := fs.Duration("max-age", 24*time.Hour, "age after which an ephemeral container from another host counts as leaked")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	cli, err := docker.NewClient()
 	if err != nil {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -35,11 +34,8 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nflags:")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
 	}
 	if fs.NArg() != 0 {
 		fmt.Fprintln(io.err, "pi-sandbox up: unexpected arguments:", fs.Args())

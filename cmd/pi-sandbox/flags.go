@@ -35,11 +35,8 @@ func newFlags(name, usage string, io stdio) *cmdFlags {
 // parse parses args. When ok is false the command must return code: 0 for
 // -h, 2 for a usage error (already reported).
 func (f *cmdFlags) parse(args []string) (rest []string, code int, ok bool) {
-	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, 0, false
-		}
-		return nil, 2, false
+	if code, ok := parseFlags(f.FlagSet, args); !ok {
+		return nil, code, false
 	}
 	if err := f.cfg.Validate(); err != nil {
 		fmt.Fprintf(f.io.err, "pi-sandbox %s: %v\n", f.name, err)
@@ -98,4 +95,16 @@ func openLoop(ctx context.Context, name string, cfg sandbox.Config, io stdio, ex
 			fmt.Fprintf(io.err, "pi-sandbox %s: close: %v\n", name, err)
 		}
 	}, 0
+}
+
+// parseFlags parses args into fs; when it fails, code is the exit code: 0
+// after -h, 2 for a usage error (fs has printed why).
+func parseFlags(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0, false
+		}
+		return 2, false
+	}
+	return 0, true
 }
