@@ -82,7 +82,7 @@ func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 		if err != nil {
 			return b.pathErr("open", name, err, c, sc, hintRead)
 		}
-		rf = &readFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}
+		rf = &readFile{remoteFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}}
 		return nil
 	})
 	if err != nil {
@@ -91,7 +91,8 @@ func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	return rf, nil
 }
 
-type readFile struct {
+// remoteFile is an open SFTP file with what mapping its errors needs.
+type remoteFile struct {
 	b    *Backend
 	ctx  context.Context
 	f    *sftp.File
@@ -100,13 +101,20 @@ type readFile struct {
 	name string
 }
 
+// pathErr maps an error of op on the file (see Backend.pathErr).
+func (r *remoteFile) pathErr(op string, err error, hint failHint) error {
+	return r.b.pathErr(op, r.name, err, r.c, r.sc, hint)
+}
+
+type readFile struct{ remoteFile }
+
 func (r *readFile) Read(p []byte) (int, error) {
 	if err := r.ctx.Err(); err != nil {
 		return 0, context.Cause(r.ctx)
 	}
 	n, err := r.f.Read(p)
 	if err != nil && err != io.EOF {
-		err = r.b.pathErr("read", r.name, err, r.c, r.sc, hintRead)
+		err = r.pathErr("read", err, hintRead)
 	}
 	return n, err
 }
@@ -119,7 +127,7 @@ func (r *readFile) WriteTo(w io.Writer) (int64, error) {
 			return n, context.Cause(r.ctx)
 		}
 		if fxCode(err) != 0 || isTransport(err, r.c) {
-			err = r.b.pathErr("read", r.name, err, r.c, r.sc, hintRead)
+			err = r.pathErr("read", err, hintRead)
 		}
 	}
 	return n, err
@@ -155,7 +163,7 @@ func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs
 				return b.pathErr("open", name, err, c, sc, hint)
 			}
 		}
-		wf = &writeFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}
+		wf = &writeFile{remoteFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}}
 		return nil
 	})
 	if err != nil {
@@ -164,14 +172,7 @@ func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs
 	return wf, nil
 }
 
-type writeFile struct {
-	b    *Backend
-	ctx  context.Context
-	f    *sftp.File
-	c    *conn
-	sc   *sftp.Client
-	name string
-}
+type writeFile struct{ remoteFile }
 
 func (w *writeFile) Write(p []byte) (int, error) {
 	if err := w.ctx.Err(); err != nil {
@@ -179,7 +180,7 @@ func (w *writeFile) Write(p []byte) (int, error) {
 	}
 	n, err := w.f.Write(p)
 	if err != nil {
-		err = w.b.pathErr("write", w.name, err, w.c, w.sc, hintCreate)
+		err = w.pathErr("write", err, hintCreate)
 	}
 	return n, err
 }
@@ -194,7 +195,7 @@ func (w *writeFile) Close() error {
 		err = syncErr
 	}
 	if err != nil {
-		return w.b.pathErr("close", w.name, err, w.c, w.sc, hintCreate)
+		return w.pathErr("close", err, hintCreate)
 	}
 	return nil
 }
