@@ -353,11 +353,27 @@ func testTimeoutAfterShellExit(t testing.TB, ctx context.Context, b ops.Backend)
 }
 
 func testCancelCause(t testing.TB, ctx context.Context, b ops.Backend) {
+	err, cause, d := startThenCancel(t, ctx, b, &ops.Cmd{Command: "echo ready; sleep 300"})
+	if d > 10*time.Second {
+		t.Errorf("Run returned %s after cancel", d)
+	}
+	if !errors.Is(err, cause) || !errors.Is(err, ops.ErrCanceled) {
+		t.Fatalf("Run = %v; want errors.Is the cause and ops.ErrCanceled", err)
+	}
+}
+
+// startThenCancel runs cmd (which prints "ready" once set up), cancels it
+// with a fresh cause after the marker arrived, and returns Run's error, the
+// cause, and how long Run took to return after the cancel. cmd.Output is
+// set to the marker sink.
+func startThenCancel(t testing.TB, ctx context.Context, b ops.Backend, cmd *ops.Cmd) (err, cause error, after time.Duration) {
+	t.Helper()
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	sink := newMarkSink("ready\n")
+	cmd.Output = sink
 	errc := make(chan error, 1)
-	go func() { errc <- b.Run(cctx, &ops.Cmd{Command: "echo ready; sleep 300", Output: sink}) }()
+	go func() { errc <- b.Run(cctx, cmd) }()
 	select {
 	case <-sink.ready:
 	case err := <-errc:
@@ -365,16 +381,11 @@ func testCancelCause(t testing.TB, ctx context.Context, b ops.Backend) {
 	case <-ctx.Done():
 		t.Fatalf("no ready marker: output %q", sink.String())
 	}
-	cause := errors.New("opstest: the user pressed stop")
+	cause = errors.New("opstest: the user pressed stop")
 	start := time.Now()
 	cancel(cause)
-	err := waitErr(t, ctx, errc)
-	if d := time.Since(start); d > 10*time.Second {
-		t.Errorf("Run returned %s after cancel", d)
-	}
-	if !errors.Is(err, cause) || !errors.Is(err, ops.ErrCanceled) {
-		t.Fatalf("Run = %v; want errors.Is the cause and ops.ErrCanceled", err)
-	}
+	err = waitErr(t, ctx, errc)
+	return err, cause, time.Since(start)
 }
 
 func testCanceledBeforeStart(t testing.TB, ctx context.Context, b ops.Backend) {

@@ -41,23 +41,8 @@ func testCancelKillsTree(command string, needShim bool, n int) caseFunc {
 			requireShim(t, ctx, b)
 		}
 		dir := scratch(t, ctx, b)
-		cctx, cancel := context.WithCancelCause(ctx)
-		defer cancel(nil)
-		sink := newMarkSink("ready\n")
-		errc := make(chan error, 1)
-		go func() { errc <- b.Run(cctx, &ops.Cmd{Dir: dir, Command: command, Output: sink}) }()
-		select {
-		case <-sink.ready:
-		case err := <-errc:
-			t.Fatalf("Run ended early: %v (output %q)", err, sink.String())
-		case <-ctx.Done():
-			t.Fatalf("no ready marker: %q", sink.String())
-		}
-		cause := errors.New("opstest: abort")
-		start := time.Now()
-		cancel(cause)
-		err := waitErr(t, ctx, errc)
-		if d := time.Since(start); d > 10*time.Second {
+		err, cause, d := startThenCancel(t, ctx, b, &ops.Cmd{Dir: dir, Command: command})
+		if d > 10*time.Second {
 			t.Errorf("Run returned %s after cancel", d)
 		}
 		if !errors.Is(err, cause) || !errors.Is(err, ops.ErrCanceled) {
