@@ -79,7 +79,7 @@ func TestSSHCLITool(t *testing.T) {
 func closedPort(t *testing.T) int {
 	p := startProxy(t, "127.0.0.1:1")
 	port := p.Port()
-	p.ln.Close()
+	p.Close()
 	return port
 }
 
