@@ -130,16 +130,7 @@ func restartTrial(ctx context.Context, b ops.Backend, fault func()) trialOut {
 	default:
 		out.fail = fmt.Sprintf("want success or a transport error, got %v", err)
 	}
-	ch2 := runAsync(ctx, b, &ops.Cmd{Command: "true", Timeout: 20 * time.Second})
-	next, _, hung2 := await(ch2)
-	if hung2 {
-		out.hang = true
-		if out.fail == "" {
-			out.fail = "the next call did not return within " + hangLimit.String()
-		}
-	} else if next != nil && out.fail == "" {
-		out.fail = fmt.Sprintf("next call after the restart: %v", next)
-	}
+	out.checkNextCall(ctx, b, "after the restart")
 	return out
 }
 
@@ -231,16 +222,7 @@ func inFlightFault(ctx context.Context, b ops.Backend, t tagger, i int, fault fu
 		out.fail = fmt.Sprintf("want a transport error, got %v", err)
 	}
 	// The next call reconnects (one attempt: DESIGN §3).
-	ch2 := runAsync(ctx, b, &ops.Cmd{Command: "true", Timeout: 20 * time.Second})
-	next, _, hung2 := await(ch2)
-	if hung2 {
-		out.hang = true
-		if out.fail == "" {
-			out.fail = "the next call did not return within " + hangLimit.String()
-		}
-	} else if next != nil && out.fail == "" {
-		out.fail = fmt.Sprintf("next call after the fault: %v", next)
-	}
+	out.checkNextCall(ctx, b, "after the fault")
 	return out
 }
 
@@ -253,4 +235,18 @@ func countSurvivors(ctx context.Context, b ops.Backend, t tagger) (int, string) 
 		return n, "e.g. " + live[0]
 	}
 	return 0, ""
+}
+
+// checkNextCall runs one more command on b after a fault: it must return
+// (a reconnect is allowed) and succeed. The first failure recorded wins.
+func (out *trialOut) checkNextCall(ctx context.Context, b ops.Backend, when string) {
+	next, _, hung := await(runAsync(ctx, b, &ops.Cmd{Command: "true", Timeout: 20 * time.Second}))
+	if hung {
+		out.hang = true
+		if out.fail == "" {
+			out.fail = "the next call did not return within " + hangLimit.String()
+		}
+	} else if next != nil && out.fail == "" {
+		out.fail = fmt.Sprintf("next call %s: %v", when, next)
+	}
 }
