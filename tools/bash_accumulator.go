@@ -24,7 +24,7 @@ const (
 type outputAccumulator struct {
 	maxLines, maxBytes int
 
-	dec     utf8Stream
+	dec     utf8Decoder
 	scratch []byte // decoded text of the current chunk
 
 	tail            []byte // decoded, at most 2*rollingTailBytes
@@ -67,7 +67,8 @@ func (a *outputAccumulator) append(p []byte) {
 		return
 	}
 	a.rawBytes += int64(len(p))
-	a.scratch = a.dec.decode(a.scratch[:0], p)
+	a.scratch = a.scratch[:0]
+	a.dec.feed(p, &a.scratch)
 	a.appendDecoded(a.scratch)
 	if a.spill != nil || a.shouldSpill() {
 		a.ensureSpill()
@@ -86,7 +87,8 @@ func (a *outputAccumulator) finish() {
 		return
 	}
 	a.finished = true
-	a.scratch = a.dec.flush(a.scratch[:0])
+	a.scratch = a.scratch[:0]
+	a.dec.flush(&a.scratch)
 	a.appendDecoded(a.scratch)
 	if a.shouldSpill() {
 		a.ensureSpill()
@@ -280,113 +282,4 @@ func bashLastRuneStart(p []byte) int {
 		i--
 	}
 	return max(i, 0)
-}
-
-// utf8Stream is a streaming UTF-8 decoder with the WHATWG TextDecoder's
-// error handling (what Node's decoder does): each maximal invalid
-// subsequence becomes one U+FFFD, and a character split across chunks is
-// decoded once its last byte arrives.
-type utf8Stream struct {
-	cp           rune
-	needed, seen int
-	lower, upper byte
-}
-
-var bashFFFD = []byte("\uFFFD")
-
-// decode appends the decoded text of p to dst.
-func (d *utf8Stream) decode(dst, p []byte) []byte {
-	for len(p) > 0 {
-		if d.needed == 0 {
-			// Fast path: complete, valid characters are copied as they are.
-			if utf8.Valid(p) {
-				return append(dst, p...)
-			}
-			i := bashValidPrefix(p)
-			dst = append(dst, p[:i]...)
-			p = p[i:]
-		}
-		for len(p) > 0 {
-			var consumed bool
-			dst, consumed = d.step(dst, p[0])
-			if consumed {
-				p = p[1:]
-			}
-			if d.needed == 0 {
-				break
-			}
-		}
-	}
-	return dst
-}
-
-// flush ends the stream: an incomplete character becomes U+FFFD.
-func (d *utf8Stream) flush(dst []byte) []byte {
-	if d.needed != 0 {
-		*d = utf8Stream{}
-		dst = append(dst, bashFFFD...)
-	}
-	return dst
-}
-
-// step feeds one byte to the WHATWG UTF-8 decoder state machine. It reports
-// false when b must be processed again (it ended an invalid sequence).
-func (d *utf8Stream) step(dst []byte, b byte) ([]byte, bool) {
-	if d.needed == 0 {
-		d.lower, d.upper = 0x80, 0xBF
-		switch {
-		case b < 0x80:
-			return append(dst, b), true
-		case b >= 0xC2 && b <= 0xDF:
-			d.needed, d.cp = 1, rune(b&0x1F)
-		case b >= 0xE0 && b <= 0xEF:
-			if b == 0xE0 {
-				d.lower = 0xA0
-			} else if b == 0xED {
-				d.upper = 0x9F
-			}
-			d.needed, d.cp = 2, rune(b&0x0F)
-		case b >= 0xF0 && b <= 0xF4:
-			if b == 0xF0 {
-				d.lower = 0x90
-			} else if b == 0xF4 {
-				d.upper = 0x8F
-			}
-			d.needed, d.cp = 3, rune(b&0x07)
-		default:
-			return append(dst, bashFFFD...), true
-		}
-		return dst, true
-	}
-	if b < d.lower || b > d.upper {
-		*d = utf8Stream{}
-		return append(dst, bashFFFD...), false
-	}
-	d.lower, d.upper = 0x80, 0xBF
-	d.cp = d.cp<<6 | rune(b&0x3F)
-	d.seen++
-	if d.seen < d.needed {
-		return dst, true
-	}
-	dst = utf8.AppendRune(dst, d.cp)
-	*d = utf8Stream{}
-	return dst, true
-}
-
-// bashValidPrefix is the length of the longest prefix of p made of complete,
-// valid characters.
-func bashValidPrefix(p []byte) int {
-	i := 0
-	for i < len(p) {
-		if p[i] < utf8.RuneSelf {
-			i++
-			continue
-		}
-		r, n := utf8.DecodeRune(p[i:])
-		if r == utf8.RuneError && n == 1 {
-			return i
-		}
-		i += n
-	}
-	return i
 }

@@ -10,12 +10,13 @@ import (
 )
 
 func bashDecodeChunks(chunks ...[]byte) string {
-	var d utf8Stream
+	var d utf8Decoder
 	var out []byte
 	for _, c := range chunks {
-		out = d.decode(out, c)
+		d.feed(c, &out)
 	}
-	return string(d.flush(out))
+	d.flush(&out)
+	return string(out)
 }
 
 // TestBashUTF8StreamWHATWG pins the TextDecoder bashFFFD rules Node uses:

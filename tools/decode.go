@@ -19,6 +19,13 @@ const replacement = "\uFFFD"
 func (d *utf8Decoder) feed(p []byte, out *[]byte) int {
 	n := 0
 	for i := 0; i < len(p); {
+		if d.needed == 0 && utf8.Valid(p[i:]) {
+			// The common case (bash output is mostly valid text).
+			if out != nil {
+				*out = append(*out, p[i:]...)
+			}
+			return n + len(p) - i
+		}
 		if d.needed == 0 {
 			// Copy the run of valid characters at once; valid UTF-8
 			// decodes the same in both decoders.
