@@ -21,17 +21,7 @@ import (
 // openSSH opens a backend on cfg with a fresh working directory on s.
 func openSSH(t *testing.T, s *sshtest.Server, cfg sshops.Config) *sshops.Backend {
 	t.Helper()
-	if cfg.WorkDir == "" {
-		cfg.WorkDir = s.TempDir(t)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	b, err := sshops.New(ctx, cfg)
-	if err != nil {
-		t.Fatalf("sshops.New: %v\n%s", err, s.Log())
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return s.Open(t, cfg)
 }
 
 // viaProxy returns s's config routed through a proxy the test controls.

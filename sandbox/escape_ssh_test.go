@@ -48,13 +48,7 @@ func TestEscapesSSH(t *testing.T) {
 		w, o := sshDirs(t, s)
 		cfg := s.Config()
 		cfg.WorkDir = w
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		b, err := sshops.New(ctx, cfg)
-		if err != nil {
-			t.Fatalf("sshops.New: %v\n%s", err, s.Log())
-		}
-		return sandboxtest.Target{Backend: b, Outside: o}
+		return sandboxtest.Target{Backend: s.Open(t, cfg), Outside: o}
 	})
 }
 

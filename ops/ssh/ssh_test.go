@@ -25,16 +25,7 @@ import (
 func open(t *testing.T) *sshops.Backend {
 	t.Helper()
 	s := sshtest.Start(t)
-	cfg := s.Config()
-	cfg.WorkDir = s.TempDir(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	b, err := sshops.New(ctx, cfg)
-	if err != nil {
-		t.Fatalf("New: %v\n%s", err, s.Log())
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return s.Open(t, s.Config())
 }
 
 type syncBuf struct {

@@ -9,6 +9,7 @@ package sshtest
 
 import (
 	"bufio"
+	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
@@ -393,4 +394,22 @@ func childPIDs(ppid int) []int {
 		}
 	}
 	return pids
+}
+
+// Open opens an ssh backend on s with cfg (s.Config() with changes; an empty
+// WorkDir becomes a fresh s.TempDir), failing t with sshd's log when it
+// cannot, and closes it when t ends.
+func (s *Server) Open(t testing.TB, cfg sshops.Config) *sshops.Backend {
+	t.Helper()
+	if cfg.WorkDir == "" {
+		cfg.WorkDir = s.TempDir(t)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	b, err := sshops.New(ctx, cfg)
+	if err != nil {
+		t.Fatalf("sshops.New: %v\n%s", err, s.Log())
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
 }
