@@ -84,6 +84,34 @@ func (p *proc) inspect(ctx context.Context) (running bool, code int, err error) 
 	return r.Running, r.ExitCode, nil
 }
 
+// closeAfterExit closes the stream when the exec has ended but its stream
+// has not: under load an attach connection was seen to stay open after
+// its process exited, which hung the call. Only for callers that drain the
+// stream as it arrives (script), so that closing it loses nothing.
+func (p *proc) closeAfterExit(ctx context.Context) {
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if running, _, err := p.inspect(ctx); err != nil || running {
+			continue
+		}
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+		case <-time.After(2 * time.Second):
+			p.closeStream()
+		}
+		return
+	}
+}
+
 // waitExit polls ExecInspect until the exec is no longer running (the
 // stream can end before the daemon records the exit).
 func (p *proc) waitExit(ctx context.Context) (int, error) {
@@ -139,6 +167,7 @@ func (b *Backend) script(ctx context.Context, body string, stdin io.Reader) (*sc
 			p.closeStdin()
 		}()
 	}
+	go p.closeAfterExit(ctx)
 	<-p.done
 	if ctx.Err() != nil {
 		return nil, context.Cause(ctx)
