@@ -123,3 +123,17 @@ func Exists(ctx context.Context, fsys FS, name string) (bool, error) {
 	}
 	return false, err
 }
+
+// ReplaceFS is implemented by backends that replace a file's content in one
+// round trip, atomically with respect to other replacements of the same
+// file (a lock in the target): the read-modify-write of an edit.
+type ReplaceFS interface {
+	FS
+	// ReplaceFile writes data to name (atomically, as WriteFile) if name's
+	// content is still old; otherwise it fails with an error wrapping
+	// ErrConflict and changes nothing.
+	ReplaceFile(ctx context.Context, name string, old, data []byte) error
+}
+
+// ErrConflict marks a ReplaceFile whose file changed since it was read.
+var ErrConflict = errors.New("ops: file changed since it was read")

@@ -13,49 +13,11 @@ import (
 )
 
 // Root is a directory the confined backend allows, on the target.
-type Root struct {
-	Path     string // absolute; resolved on the target when the sandbox opens
-	ReadOnly bool
-}
+type Root = ops.Root
 
 // OutsideRootError reports a path refused by confinement. It satisfies
 // errors.Is(err, fs.ErrPermission) and tells the model which roots exist.
-type OutsideRootError struct {
-	Path     string // the path as the tool gave it
-	Resolved string // where it leads on the target
-	Write    bool   // a write was refused under a read-only root
-	Roots    []Root
-}
-
-func (e *OutsideRootError) Error() string { return e.UserMessage() }
-
-// UserMessage is the text the model sees.
-func (e *OutsideRootError) UserMessage() string {
-	var b strings.Builder
-	if e.Write {
-		fmt.Fprintf(&b, "Path %s is in a read-only root of the sandbox", e.Path)
-	} else {
-		fmt.Fprintf(&b, "Path %s is outside the sandbox", e.Path)
-	}
-	if e.Resolved != "" && e.Resolved != e.Path {
-		fmt.Fprintf(&b, " (it resolves to %s)", e.Resolved)
-	}
-	b.WriteString(". Allowed roots: ")
-	for i, r := range e.Roots {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(r.Path)
-		if r.ReadOnly {
-			b.WriteString(" (read-only)")
-		}
-	}
-	b.WriteString(".")
-	return b.String()
-}
-
-// Is makes the error match fs.ErrPermission.
-func (e *OutsideRootError) Is(target error) bool { return target == fs.ErrPermission }
+type OutsideRootError = ops.OutsideRootError
 
 // Confine wraps b so that every file operation resolves its path on the
 // target (symbolic links included) and requires it under one of roots. Write

@@ -54,7 +54,7 @@ func Main(args []string) int {
 
 func mainIO(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|grep|find|version ...")
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|serve|grep|find|version ...")
 		return 2
 	}
 	switch args[0] {
@@ -66,6 +66,8 @@ func mainIO(args []string, stdout, stderr io.Writer) int {
 		return search.ShimGrep(args[1:], os.Stdin, stdout)
 	case "find":
 		return search.ShimFind(args[1:], os.Stdin, stdout)
+	case "serve":
+		return serveMain(args[1:], stderr)
 	case "version":
 		fmt.Fprintf(stdout, "pi-sandbox-shim %d\n", Version)
 		return 0

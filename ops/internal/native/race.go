@@ -1,6 +1,6 @@
 //go:build race
 
-package local
+package native
 
 // A race-enabled binary sleeps a second at exit (GORACE atexit_sleep_ms),
 // which would add a second to every command run through a re-executed

@@ -1,4 +1,4 @@
-package local_test
+package native_test
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
 )
 
@@ -39,5 +39,5 @@ func TestConformanceBusybox(t *testing.T) {
 			env = append(env, kv)
 		}
 	}
-	opstest.TestBackend(t, newBackend(local.Config{Shell: filepath.Join(bin, "sh"), Env: env}))
+	opstest.TestBackend(t, newBackend(native.Config{Shell: filepath.Join(bin, "sh"), Env: env}))
 }

@@ -1,4 +1,4 @@
-package local
+package native
 
 import (
 	"bufio"
@@ -14,7 +14,6 @@ import (
 	"sync"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
-	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
 var (
@@ -44,8 +43,7 @@ type Config struct {
 	Env []string
 
 	// ShimPath is an executable that runs the shim as `ShimPath __shim run`.
-	// Zero: os.Executable() when it dispatches the shim (shim.Dispatch was
-	// called in this process), else no shim.
+	// Zero: no shim (commands are killed by process group only).
 	ShimPath string
 
 	// NoShim disables the shim: commands are killed by process group only.
@@ -108,13 +106,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		limits = append(limits, "no shim (disabled): a process that calls setsid survives a kill")
 	case cfg.ShimPath != "":
 		b.shim = cfg.ShimPath
-	case shim.Available():
-		exe, err := os.Executable()
-		if err != nil {
-			limits = append(limits, "no shim (executable unknown: "+err.Error()+"): a process that calls setsid survives a kill")
-		} else {
-			b.shim = exe
-		}
 	default:
 		limits = append(limits, "no shim (this executable does not dispatch __shim): a process that calls setsid survives a kill")
 	}

@@ -1,4 +1,4 @@
-package local_test
+package native_test
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
-	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
 )
 
@@ -24,15 +24,15 @@ func TestConformanceNoShim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the suite already ran with the shim")
 	}
-	opstest.TestBackend(t, newBackend(local.Config{NoShim: true}))
+	opstest.TestBackend(t, newBackend(native.Config{NoShim: true}))
 }
 
-func open(t *testing.T, cfg local.Config) *local.Backend {
+func open(t *testing.T, cfg native.Config) *native.Backend {
 	t.Helper()
 	if cfg.WorkDir == "" {
 		cfg.WorkDir = t.TempDir()
 	}
-	b, err := local.New(t.Context(), cfg)
+	b, err := native.New(t.Context(), withShim(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,18 +41,18 @@ func open(t *testing.T, cfg local.Config) *local.Backend {
 }
 
 func TestInfoShimAndLimits(t *testing.T) {
-	b := open(t, local.Config{})
+	b := open(t, native.Config{})
 	if i := b.Info(); !i.Has("shim") || len(i.Limits) != 0 || i.Backend != "local" {
 		t.Errorf("with the shim: %+v", i)
 	}
-	b = open(t, local.Config{NoShim: true})
+	b = open(t, native.Config{NoShim: true})
 	if i := b.Info(); i.Has("shim") || len(i.Limits) != 1 || !strings.Contains(i.Limits[0], "setsid") {
 		t.Errorf("without the shim: %+v", i)
 	}
 }
 
 func TestCloseRemovesSpillDirTwice(t *testing.T) {
-	b, err := local.New(t.Context(), local.Config{WorkDir: t.TempDir()})
+	b, err := native.New(t.Context(), withShim(native.Config{WorkDir: t.TempDir()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +73,7 @@ func TestCloseRemovesSpillDirTwice(t *testing.T) {
 		t.Fatalf("spill dir still there: %v", err)
 	}
 	given := t.TempDir()
-	b, err = local.New(t.Context(), local.Config{WorkDir: t.TempDir(), SpillDir: given})
+	b, err = native.New(t.Context(), withShim(native.Config{WorkDir: t.TempDir(), SpillDir: given}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestNewRejectsBadWorkDir(t *testing.T) {
 	file := filepath.Join(dir, "f")
 	os.WriteFile(file, nil, 0o644)
 	for _, wd := range []string{filepath.Join(dir, "missing"), file} {
-		if b, err := local.New(t.Context(), local.Config{WorkDir: wd}); err == nil {
+		if b, err := native.New(t.Context(), withShim(native.Config{WorkDir: wd})); err == nil {
 			b.Close()
 			t.Errorf("New(%s) succeeded", wd)
 		}
@@ -96,7 +96,7 @@ func TestNewRejectsBadWorkDir(t *testing.T) {
 }
 
 func TestErrorOps(t *testing.T) {
-	b := open(t, local.Config{})
+	b := open(t, native.Config{})
 	ctx := t.Context()
 	missing := b.Info().WorkDir + "/missing"
 	for op, err := range map[string]error{
@@ -119,7 +119,7 @@ func TestErrorOps(t *testing.T) {
 }
 
 func TestMissingShellIsStartError(t *testing.T) {
-	for _, cfg := range []local.Config{{Shell: "/nonexistent/sh", NoShim: true}, {Shell: "/nonexistent/sh"}} {
+	for _, cfg := range []native.Config{{Shell: "/nonexistent/sh", NoShim: true}, {Shell: "/nonexistent/sh"}} {
 		b := open(t, cfg)
 		err := b.Run(t.Context(), &ops.Cmd{Command: "true"})
 		var se *ops.StartError
@@ -138,7 +138,7 @@ func (s *failingSink) Write(p []byte) (int, error) {
 }
 
 func TestSinkErrorStopsCommand(t *testing.T) {
-	b := open(t, local.Config{})
+	b := open(t, native.Config{})
 	ctx, cancel := context.WithTimeout(t.Context(), 30e9)
 	defer cancel()
 	s := &failingSink{}
@@ -152,7 +152,7 @@ func TestSinkErrorStopsCommand(t *testing.T) {
 }
 
 func TestWriteFileInPlaceWhenDirReadOnly(t *testing.T) {
-	b := open(t, local.Config{})
+	b := open(t, native.Config{})
 	dir := filepath.Join(b.Info().WorkDir, "ro")
 	os.Mkdir(dir, 0o755)
 	name := filepath.Join(dir, "f")
@@ -174,7 +174,7 @@ func TestWriteFileInPlaceWhenDirReadOnly(t *testing.T) {
 // TestNoGoroutineLeak runs every kind of ending and checks that Run leaves
 // no goroutine behind.
 func TestNoGoroutineLeak(t *testing.T) {
-	for _, cfg := range []local.Config{{}, {NoShim: true}} {
+	for _, cfg := range []native.Config{{}, {NoShim: true}} {
 		b := open(t, cfg)
 		base := runtime.NumGoroutine()
 		ctx, cancel := context.WithCancel(t.Context())
@@ -197,7 +197,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 }
 
 func TestShimBinaryGoneRunsPlainly(t *testing.T) {
-	b := open(t, local.Config{ShimPath: "/nonexistent/pi-sandbox"})
+	b := open(t, native.Config{ShimPath: "/nonexistent/pi-sandbox"})
 	var out bytes.Buffer
 	if err := b.Run(t.Context(), &ops.Cmd{Command: "echo ok", Output: &out}); err != nil || out.String() != "ok\n" {
 		t.Fatalf("Run = %q, %v", out.String(), err)

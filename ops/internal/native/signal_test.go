@@ -1,4 +1,4 @@
-package local_test
+package native_test
 
 import (
 	"errors"
@@ -7,13 +7,13 @@ import (
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
-	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 )
 
 // TestSignalDeaths checks that a signal death is reported as such, also
 // through the shim (which re-raises the signal on itself).
 func TestSignalDeaths(t *testing.T) {
-	for _, cfg := range []local.Config{{}, {NoShim: true}} {
+	for _, cfg := range []native.Config{{}, {NoShim: true}} {
 		b := open(t, cfg)
 		for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT, syscall.SIGABRT, syscall.SIGSEGV, syscall.SIGPIPE, syscall.SIGUSR1, syscall.SIGALRM} {
 			err := b.Run(t.Context(), &ops.Cmd{Command: fmt.Sprintf("kill -%d $$", int(sig))})

@@ -1,5 +1,5 @@
 //go:build !race
 
-package local
+package helper_test
 
 const shimEnvExtra = ""

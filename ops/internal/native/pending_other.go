@@ -1,6 +1,6 @@
 //go:build !linux
 
-package local
+package native
 
 // pending is not checked here: the idle timer alone decides.
 func (p *pump) pending() bool { return false }

@@ -1,11 +1,11 @@
-package local_test
+package native_test
 
 import (
 	"os"
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
-	"github.com/pi-sandbox/pi-sandbox/ops/local"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
@@ -21,18 +21,31 @@ func TestMain(m *testing.M) {
 }
 
 func TestConformance(t *testing.T) {
-	opstest.TestBackend(t, newBackend(local.Config{}))
+	opstest.TestBackend(t, newBackend(native.Config{}))
 }
 
-func newBackend(cfg local.Config) func(t *testing.T) ops.Backend {
+func newBackend(cfg native.Config) func(t *testing.T) ops.Backend {
 	return func(t *testing.T) ops.Backend {
 		c := cfg
 		c.WorkDir = t.TempDir()
-		b, err := local.New(t.Context(), c)
+		b, err := native.New(t.Context(), withShim(c))
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { b.Close() })
 		return b
 	}
+}
+
+// withShim gives c this test binary as its shim (TestMain dispatches it),
+// unless c disables the shim or names one.
+func withShim(c native.Config) native.Config {
+	if !c.NoShim && c.ShimPath == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			panic(err)
+		}
+		c.ShimPath = exe
+	}
+	return c
 }

@@ -1,4 +1,4 @@
-package local
+package native
 
 import (
 	"context"

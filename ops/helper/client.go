@@ -1,0 +1,404 @@
+package helper
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
+)
+
+// DefaultMaxInFlight bounds the calls in flight on one stream; more wait
+// for a place (below the helper's stream limit, so none fails).
+const DefaultMaxInFlight = 64
+
+// Config configures a client.
+type Config struct {
+	// Name is the backend's name: the prefix of errors and Info.Backend.
+	Name string
+	// Dial starts a helper in the target and returns its stdin (writes)
+	// and stdout (reads) as one stream; Close ends it (EOF on the helper's
+	// stdin, which makes it kill every command and exit). Dial is called
+	// by New and again by the first call after the stream was lost.
+	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// Hello describes the sandbox to the helper (Version is filled in).
+	Hello proto.Hello
+	// Build, when set, is the hex SHA-256 the helper binary must have; a
+	// helper reporting another one is refused (ErrMismatch).
+	Build string
+	// MaxInFlight bounds concurrent calls (zero: DefaultMaxInFlight).
+	MaxInFlight int
+	// OnLost, when set, is called once for each lost stream with the
+	// reason (for logs and tests).
+	OnLost func(error)
+}
+
+// ErrMismatch marks a helper of another build or protocol version.
+var ErrMismatch = errors.New("helper: version mismatch")
+
+// Client is an ops.Backend over one helper stream. It is safe for
+// concurrent use. Views made by Confine share the stream.
+type Client struct {
+	c   *conn
+	set *rootSet // nil: unconfined
+}
+
+var (
+	_ ops.Backend     = (*Client)(nil)
+	_ ops.GrepFS      = (*Client)(nil)
+	_ ops.FindFS      = (*Client)(nil)
+	_ ops.LineCountFS = (*Client)(nil)
+	_ ops.ReplaceFS   = (*Client)(nil)
+	_ ops.Confiner    = (*Client)(nil)
+)
+
+// conn is what the views share: the current session and how to make the
+// next one.
+type conn struct {
+	cfg  Config
+	sem  chan struct{}
+	info ops.Info
+
+	mu        sync.Mutex
+	sess      *session
+	dialing   chan struct{} // closed when a dial in progress ends
+	closed    bool
+	closeOnce sync.Once
+}
+
+// session is one helper process and the HTTP/2 connection to it.
+type session struct {
+	rwc   io.ReadWriteCloser
+	cc    *http.ClientConn
+	hello proto.HelloReply
+	dead  chan struct{}
+	once  sync.Once
+	err   error // why it died, set before dead is closed
+
+	mu   sync.Mutex
+	sets map[*rootSet]int // server-side ids of the root sets
+}
+
+// New dials the helper and says hello.
+func New(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Dial == nil {
+		return nil, errors.New("helper: no Dial")
+	}
+	if cfg.Name == "" {
+		cfg.Name = "helper"
+	}
+	n := cfg.MaxInFlight
+	if n <= 0 {
+		n = DefaultMaxInFlight
+	}
+	c := &conn{cfg: cfg, sem: make(chan struct{}, n)}
+	s, err := c.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.sess = s
+	c.info = c.infoFrom(s.hello)
+	return &Client{c: c}, nil
+}
+
+func (c *conn) infoFrom(h proto.HelloReply) ops.Info {
+	return ops.Info{
+		Backend:      c.cfg.Name,
+		WorkDir:      string(c.cfg.Hello.WorkDir),
+		Home:         h.Home,
+		User:         h.User,
+		UID:          h.UID,
+		GID:          h.GID,
+		OS:           h.OS,
+		Arch:         h.Arch,
+		Shell:        h.Shell,
+		SpillDir:     string(c.cfg.Hello.SpillDir),
+		Capabilities: slices.Clone(h.Capabilities),
+		Limits:       slices.Clone(h.Limits),
+	}
+}
+
+// Hello returns what the current helper reported.
+func (cl *Client) Hello() proto.HelloReply {
+	cl.c.mu.Lock()
+	defer cl.c.mu.Unlock()
+	if cl.c.sess == nil {
+		return proto.HelloReply{}
+	}
+	return cl.c.sess.hello
+}
+
+// Info describes the target as the helper reported it.
+func (cl *Client) Info() ops.Info {
+	i := cl.c.info
+	i.Capabilities = slices.Clone(i.Capabilities)
+	i.Limits = slices.Clone(i.Limits)
+	return i
+}
+
+// Close ends the stream: the helper kills every command and exits. Views
+// made by Confine close the same stream. It is safe to call twice.
+func (cl *Client) Close() error {
+	c := cl.c
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		s := c.sess
+		c.sess = nil
+		c.mu.Unlock()
+		if s != nil {
+			s.kill(errors.New("closed"))
+		}
+	})
+	return nil
+}
+
+func (c *conn) errorf(format string, a ...any) error {
+	return fmt.Errorf(c.cfg.Name+": "+format, a...)
+}
+
+// dial starts a helper and says hello.
+func (c *conn) dial(ctx context.Context) (*session, error) {
+	rwc, err := c.cfg.Dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{rwc: rwc, dead: make(chan struct{}), sets: map[*rootSet]int{}}
+	nc := &streamConn{rwc: rwc, onClose: func(err error) { s.kill(err) }}
+	t := &http.Transport{
+		Protocols: h2cOnly(),
+		DialContext: func(context.Context, string, string) (net.Conn, error) {
+			return nc, nil
+		},
+		HTTP2: &http.HTTP2Config{
+			MaxReceiveBufferPerStream:     1 << 20,
+			MaxReceiveBufferPerConnection: 16 << 20,
+		},
+	}
+	cc, err := t.NewClientConn(ctx, "http", "helper:80")
+	if err != nil {
+		rwc.Close()
+		return nil, c.errorf("helper connection: %w: %w", ops.ErrTransport, err)
+	}
+	s.cc = cc
+	c.cfg.Hello.Version = proto.Version
+	var reply proto.HelloReply
+	if err := s.callJSON(ctx, c, proto.PathHello, c.cfg.Hello, &reply); err != nil {
+		s.kill(err)
+		if errors.Is(err, ops.ErrTransport) {
+			return nil, c.errorf("helper did not answer: %w", err)
+		}
+		return nil, err
+	}
+	if reply.Version != proto.Version || (c.cfg.Build != "" && reply.Build != c.cfg.Build) {
+		s.kill(ErrMismatch)
+		return nil, c.errorf("%w: helper build %.12s protocol %d, want %.12s protocol %d", ErrMismatch, reply.Build, reply.Version, c.cfg.Build, proto.Version)
+	}
+	s.hello = reply
+	return s, nil
+}
+
+// kill ends the session.
+func (s *session) kill(reason error) {
+	s.once.Do(func() {
+		s.err = reason
+		close(s.dead)
+		if s.cc != nil {
+			s.cc.Close()
+		}
+		s.rwc.Close()
+	})
+}
+
+func (s *session) alive() bool {
+	select {
+	case <-s.dead:
+		return false
+	default:
+		return true
+	}
+}
+
+// session returns a live session, dialing a new helper when the last one
+// was lost.
+func (c *conn) session(ctx context.Context) (*session, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, c.errorf("%w: backend closed", ops.ErrTransport)
+		}
+		if s := c.sess; s != nil && s.alive() {
+			c.mu.Unlock()
+			return s, nil
+		}
+		if wait := c.dialing; wait != nil {
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		if old := c.sess; old != nil && c.cfg.OnLost != nil {
+			c.cfg.OnLost(old.err)
+		}
+		c.sess = nil
+		wait := make(chan struct{})
+		c.dialing = wait
+		c.mu.Unlock()
+
+		s, err := c.dial(ctx)
+		c.mu.Lock()
+		c.dialing = nil
+		close(wait)
+		if err == nil {
+			if c.closed {
+				s.kill(errors.New("closed"))
+				c.mu.Unlock()
+				return nil, c.errorf("%w: backend closed", ops.ErrTransport)
+			}
+			c.sess = s
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+}
+
+// acquire takes a place among the calls in flight.
+func (c *conn) acquire(ctx context.Context) error {
+	select {
+	case c.sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *conn) release() { <-c.sem }
+
+// roundTrip sends one request on s. A failure that is not the caller's
+// context is a lost stream: the session is ended so the next call dials
+// again, and the error wraps ops.ErrTransport.
+func (s *session) roundTrip(ctx context.Context, c *conn, path string, header string, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://helper"+path, body)
+	if err != nil {
+		return nil, err
+	}
+	if header != "" {
+		req.Header.Set(proto.HeaderRequest, header)
+	}
+	resp, err := s.cc.RoundTrip(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		return nil, s.lost(c, err)
+	}
+	return resp, nil
+}
+
+// lost reports a failure of the stream, ending the session.
+func (s *session) lost(c *conn, err error) error {
+	if cerr := s.cc.Err(); cerr != nil || !s.alive() {
+		s.kill(err)
+		return c.errorf("helper stream lost: %w: %w", ops.ErrTransport, err)
+	}
+	// The connection is fine: a per-stream failure.
+	return c.errorf("helper: %w: %w", ops.ErrTransport, err)
+}
+
+// replyError decodes an error reply.
+func replyError(resp *http.Response, roots []ops.Root) error {
+	defer resp.Body.Close()
+	var e proto.Error
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err := json.Unmarshal(data, &e); err != nil {
+		return fmt.Errorf("helper: status %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
+	}
+	return e.Err(roots)
+}
+
+// callJSON posts in as JSON and decodes the reply into out (nil: none).
+func (s *session) callJSON(ctx context.Context, c *conn, path string, in, out any) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	resp, err := s.roundTrip(ctx, c, path, "", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusNoContent {
+		return replyError(resp, nil)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		if ctx.Err() != nil {
+			return context.Cause(ctx)
+		}
+		return s.lost(c, err)
+	}
+	return nil
+}
+
+func h2cOnly() *http.Protocols {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
+
+// streamConn is a net.Conn over the helper's stdio.
+type streamConn struct {
+	rwc     io.ReadWriteCloser
+	onClose func(error)
+	once    sync.Once
+}
+
+func (c *streamConn) Read(p []byte) (int, error) {
+	n, err := c.rwc.Read(p)
+	if err != nil {
+		c.once.Do(func() { go c.onClose(fmt.Errorf("read: %w", err)) })
+	}
+	return n, err
+}
+
+func (c *streamConn) Write(p []byte) (int, error) {
+	n, err := c.rwc.Write(p)
+	if err != nil {
+		c.once.Do(func() { go c.onClose(fmt.Errorf("write: %w", err)) })
+	}
+	return n, err
+}
+
+func (c *streamConn) Close() error {
+	return c.rwc.Close()
+}
+
+func (c *streamConn) LocalAddr() net.Addr                { return addr{} }
+func (c *streamConn) RemoteAddr() net.Addr               { return addr{} }
+func (c *streamConn) SetDeadline(t time.Time) error      { return nil }
+func (c *streamConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *streamConn) SetWriteDeadline(t time.Time) error { return nil }
+
+type addr struct{}
+
+func (addr) Network() string { return "helper" }
+func (addr) String() string  { return "helper" }

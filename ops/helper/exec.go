@@ -1,0 +1,68 @@
+package helper
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sync"
+	"syscall"
+)
+
+// ExecDial returns a Dial that starts `exe __shim serve` as a child process
+// of this one, with env as its environment (nil: this process's), and talks
+// to it over pipes. The child gets SIGKILL when this process dies
+// (Pdeathsig), besides the EOF on its stdin.
+func ExecDial(exe string, env []string) func(ctx context.Context) (io.ReadWriteCloser, error) {
+	return func(ctx context.Context) (io.ReadWriteCloser, error) {
+		cmd := exec.Command(exe, "__shim", "serve")
+		cmd.Env = env
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("helper: start %s: %w", exe, err)
+		}
+		p := &procStream{cmd: cmd, in: stdin, out: stdout, exited: make(chan struct{})}
+		go func() { cmd.Wait(); close(p.exited) }()
+		return p, nil
+	}
+}
+
+// procStream is a child helper's stdio.
+type procStream struct {
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    io.ReadCloser
+	exited chan struct{}
+	once   sync.Once
+}
+
+func (p *procStream) Read(b []byte) (int, error)  { return p.out.Read(b) }
+func (p *procStream) Write(b []byte) (int, error) { return p.in.Write(b) }
+
+// Close closes the child's stdin (its signal to kill every command and
+// exit) and reaps it.
+func (p *procStream) Close() error {
+	p.once.Do(func() {
+		p.in.Close()
+		go func() {
+			<-p.exited
+		}()
+	})
+	return nil
+}
+
+// Process returns the child, for tests.
+func (p *procStream) Process() *os.Process { return p.cmd.Process }
+
+var errNoProcess = errors.New("helper: no process")

@@ -1,0 +1,80 @@
+package proto
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Error is a failure on the wire. Kind says how the client rebuilds it:
+//   - "path": a *fs.PathError{Op, Path, ops.Errno(Errno)}
+//   - "outside": a confinement refusal (*ops.OutsideRootError in a
+//     *fs.PathError with Op "confine")
+//   - "pattern": an invalid grep/find pattern (ops.ErrBadPattern)
+//   - "unsupported": ops.ErrUnsupported
+//   - "conflict": an edit whose file changed under it (ErrConflict)
+//   - anything else: a plain error with Msg
+type Error struct {
+	Kind     string `json:"kind"`
+	Op       string `json:"op,omitempty"`
+	Path     Str    `json:"path,omitempty"`
+	Errno    string `json:"errno,omitempty"`
+	Resolved Str    `json:"resolved,omitempty"`
+	Write    bool   `json:"write,omitempty"`
+	Msg      string `json:"msg,omitempty"`
+}
+
+// FromError encodes err.
+func FromError(err error) *Error {
+	if err == nil {
+		return nil
+	}
+	var oe *ops.OutsideRootError
+	if errors.As(err, &oe) {
+		return &Error{Kind: "outside", Path: Str(oe.Path), Resolved: Str(oe.Resolved), Write: oe.Write}
+	}
+	switch {
+	case errors.Is(err, ops.ErrBadPattern):
+		return &Error{Kind: "pattern", Msg: err.Error()}
+	case errors.Is(err, ops.ErrUnsupported):
+		return &Error{Kind: "unsupported", Msg: err.Error()}
+	case errors.Is(err, ops.ErrConflict):
+		var pe *fs.PathError
+		errors.As(err, &pe)
+		p := ""
+		if pe != nil {
+			p = pe.Path
+		}
+		return &Error{Kind: "conflict", Path: Str(p), Msg: err.Error()}
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if c := ops.ErrnoOf(pe.Err); c != "" {
+			return &Error{Kind: "path", Op: pe.Op, Path: Str(pe.Path), Errno: string(c)}
+		}
+	}
+	return &Error{Kind: "other", Msg: err.Error()}
+}
+
+// Err decodes e. roots fills an OutsideRootError's list of roots.
+func (e *Error) Err(roots []ops.Root) error {
+	if e == nil {
+		return nil
+	}
+	switch e.Kind {
+	case "path":
+		return ops.PathError(e.Op, string(e.Path), ops.Errno(e.Errno))
+	case "outside":
+		return &fs.PathError{Op: "confine", Path: string(e.Path), Err: &ops.OutsideRootError{Path: string(e.Path), Resolved: string(e.Resolved), Write: e.Write, Roots: roots}}
+	case "pattern":
+		return fmt.Errorf("%w: %s", ops.ErrBadPattern, e.Msg)
+	case "unsupported":
+		return fmt.Errorf("%w: %s", ops.ErrUnsupported, e.Msg)
+	case "conflict":
+		return fmt.Errorf("%w: %s", ops.ErrConflict, e.Path)
+
+	}
+	return errors.New(e.Msg)
+}

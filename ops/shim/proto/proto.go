@@ -1,0 +1,268 @@
+package proto
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Version is the protocol version. A client and a server of different
+// versions do not talk: the hello fails and the client re-uploads.
+const Version = 1
+
+// Endpoints. Every request is a POST; bodies are JSON unless noted.
+const (
+	PathHello  = "/v1/hello"  // Hello → HelloReply
+	PathRoots  = "/v1/roots"  // RootsRequest → RootsReply
+	PathFS     = "/v1/fs"     // FSRequest → FSReply (stat, lstat, readdir, mkdir, realpath, access, remove, countlines)
+	PathRead   = "/v1/read"   // FSRequest (header) → raw bytes
+	PathWrite  = "/v1/write"  // raw bytes, FSRequest in the header: an atomic WriteFile or a streaming OpenWriter
+	PathEdit   = "/v1/edit"   // EditRequest → empty: compare and replace under a per-file lock
+	PathSearch = "/v1/search" // SearchRequest → JSON lines of SearchLine, the last one Done
+	PathRun    = "/v1/run"    // RunRequest → frames (see WriteFrame)
+	PathKill   = "/v1/kill"   // KillRequest → empty: stop a run's tree; its reply still ends with an end frame
+)
+
+// HeaderRequest carries the JSON request of endpoints whose body is raw
+// bytes (read, write).
+const HeaderRequest = "X-Pi-Request"
+
+// StatusError is the HTTP status of a reply whose body is an *Error.
+const StatusError = 422
+
+// Hello opens a session: the client says which sandbox this is; the server
+// replies with what it knows of the target.
+type Hello struct {
+	Version  int   `json:"version"`
+	WorkDir  Str   `json:"workDir"`
+	SpillDir Str   `json:"spillDir"`
+	Shell    Str   `json:"shell,omitempty"` // empty: bash when present, else sh
+	Env      []Str `json:"env,omitempty"`   // added to the helper's own environment
+}
+
+// HelloReply describes the target and the helper.
+type HelloReply struct {
+	Version      int      `json:"version"`
+	Build        string   `json:"build"` // hex SHA-256 of the helper binary
+	PID          int      `json:"pid"`
+	UID          int      `json:"uid"`
+	GID          int      `json:"gid"`
+	User         string   `json:"user"`
+	Home         string   `json:"home"`
+	OS           string   `json:"os"`
+	Arch         string   `json:"arch"`
+	Shell        string   `json:"shell"`
+	Capabilities []string `json:"capabilities"`
+	Limits       []string `json:"limits,omitempty"`
+}
+
+// RootsRequest registers a set of confinement roots.
+type RootsRequest struct {
+	Roots []ops.Root `json:"roots"`
+}
+
+// RootsReply names the registered set; requests refer to it by ID (0 is
+// "unconfined"). Roots are the resolved real paths.
+type RootsReply struct {
+	ID    int        `json:"id"`
+	Roots []ops.Root `json:"roots"`
+}
+
+// FSRequest is one file operation.
+type FSRequest struct {
+	Op    string `json:"op"`
+	Path  Str    `json:"path"`
+	Roots int    `json:"roots,omitempty"`
+	Flag  int    `json:"flag,omitempty"` // OpenWriter's flags
+	Perm  uint32 `json:"perm,omitempty"`
+	Mode  uint32 `json:"mode,omitempty"` // Access's mode
+	// Stream marks a write as OpenWriter (the body is appended as it comes)
+	// rather than an atomic WriteFile.
+	Stream bool `json:"stream,omitempty"`
+	// Size is the length of an atomic write's body, so a cut body is never
+	// renamed into place.
+	Size int64 `json:"size,omitempty"`
+}
+
+// WriteStatus ends the reply of a streaming write.
+type WriteStatus struct {
+	Err *Error `json:"err,omitempty"`
+}
+
+// FSReply is the answer to an FSRequest.
+type FSReply struct {
+	Info     *FileInfo  `json:"info,omitempty"`
+	Entries  []FileInfo `json:"entries,omitempty"`
+	Path     Str        `json:"path,omitempty"`
+	Newlines int64      `json:"newlines,omitempty"`
+	Size     int64      `json:"size,omitempty"`
+}
+
+// FileInfo is an fs.FileInfo on the wire.
+type FileInfo struct {
+	Name    Str         `json:"name"`
+	Size    int64       `json:"size"`
+	Mode    fs.FileMode `json:"mode"`
+	ModTime int64       `json:"mtime"` // Unix nanoseconds
+}
+
+// ToFileInfo converts fi.
+func ToFileInfo(fi fs.FileInfo) FileInfo {
+	return FileInfo{Name: Str(fi.Name()), Size: fi.Size(), Mode: fi.Mode(), ModTime: fi.ModTime().UnixNano()}
+}
+
+// FileInfo returns f as an fs.FileInfo that is also an fs.DirEntry.
+func (f FileInfo) FileInfo() fs.FileInfo { return fileInfo{f} }
+
+type fileInfo struct{ f FileInfo }
+
+func (i fileInfo) Name() string               { return string(i.f.Name) }
+func (i fileInfo) Size() int64                { return i.f.Size }
+func (i fileInfo) Mode() fs.FileMode          { return i.f.Mode }
+func (i fileInfo) ModTime() time.Time         { return time.Unix(0, i.f.ModTime) }
+func (i fileInfo) IsDir() bool                { return i.f.Mode.IsDir() }
+func (i fileInfo) Sys() any                   { return nil }
+func (i fileInfo) Type() fs.FileMode          { return i.f.Mode.Type() }
+func (i fileInfo) Info() (fs.FileInfo, error) { return i, nil }
+func (i fileInfo) String() string             { return fs.FormatFileInfo(i) }
+
+// EditRequest replaces a file's content if it is still what the client
+// read: Expect is the hex SHA-256 of that content. The compare and the
+// atomic write happen under a per-file lock in the target, so two sessions
+// editing one file never lose an update silently.
+type EditRequest struct {
+	Path   Str    `json:"path"`
+	Roots  int    `json:"roots,omitempty"`
+	Expect string `json:"expect"`
+	New    []byte `json:"new"`
+}
+
+// SearchRequest is a grep or a find: an ops.GrepQuery or ops.FindQuery
+// with byte-exact strings.
+type SearchRequest struct {
+	Roots      int  `json:"roots,omitempty"`
+	Find       bool `json:"find,omitempty"`
+	Pattern    Str  `json:"pattern"`
+	Path       Str  `json:"path"`
+	Glob       Str  `json:"glob,omitempty"`
+	IgnoreCase bool `json:"ignoreCase,omitempty"`
+	Literal    bool `json:"literal,omitempty"`
+	Context    int  `json:"context,omitempty"`
+	Max        int  `json:"max,omitempty"`
+}
+
+// GrepRequest encodes q.
+func GrepRequest(q *ops.GrepQuery) *SearchRequest {
+	return &SearchRequest{Pattern: Str(q.Pattern), Path: Str(q.Path), Glob: Str(q.Glob), IgnoreCase: q.IgnoreCase, Literal: q.Literal, Context: q.Context, Max: q.MaxMatches}
+}
+
+// FindRequest encodes q.
+func FindRequest(q *ops.FindQuery) *SearchRequest {
+	return &SearchRequest{Find: true, Pattern: Str(q.Pattern), Path: Str(q.Path), Max: q.MaxResults}
+}
+
+// GrepQuery decodes r.
+func (r *SearchRequest) GrepQuery() *ops.GrepQuery {
+	return &ops.GrepQuery{Pattern: string(r.Pattern), Path: string(r.Path), Glob: string(r.Glob), IgnoreCase: r.IgnoreCase, Literal: r.Literal, Context: r.Context, MaxMatches: r.Max}
+}
+
+// FindQuery decodes r.
+func (r *SearchRequest) FindQuery() *ops.FindQuery {
+	return &ops.FindQuery{Pattern: string(r.Pattern), Path: string(r.Path), MaxResults: r.Max}
+}
+
+// SearchLine is one line of a grep or find reply: a match or context line
+// (grep), a result (find, Rel), or the final status (Done).
+type SearchLine struct {
+	Path  Str    `json:"p,omitempty"`
+	Line  int    `json:"l,omitempty"`
+	Match bool   `json:"m,omitempty"`
+	Text  []byte `json:"t,omitempty"`
+	Rel   Str    `json:"r,omitempty"`
+	Done  bool   `json:"done,omitempty"`
+	Err   *Error `json:"err,omitempty"`
+}
+
+// RunRequest runs one command.
+type RunRequest struct {
+	// ID names the run for a KillRequest.
+	ID      string `json:"id,omitempty"`
+	Command Str    `json:"command"`
+	Dir     Str    `json:"dir,omitempty"`
+	Env     []Str  `json:"env,omitempty"`
+	Timeout int64  `json:"timeoutNs,omitempty"`
+	Roots   int    `json:"roots,omitempty"`
+}
+
+// KillRequest stops a run as a cancel would, while its reply stream stays
+// open, so the client learns when the tree is dead.
+type KillRequest struct {
+	ID string `json:"id"`
+}
+
+// Frame kinds of a run reply. A frame is kind(1) | len(u32 BE) | payload.
+// Unknown kinds are skipped.
+const (
+	FrameOutput byte = 'o' // output bytes, verbatim
+	FrameEnd    byte = 'e' // RunEnd JSON; the last frame
+)
+
+// MaxFrame bounds a frame's payload.
+const MaxFrame = 1 << 20
+
+// RunEnd is the outcome of a command.
+type RunEnd struct {
+	// Kind is "exit" (Code, Signal, OOM), "timeout", "canceled", "start"
+	// (Err) or "unknown" (Message).
+	Kind   string `json:"kind"`
+	Code   int    `json:"code,omitempty"`
+	Signal int    `json:"signal,omitempty"`
+	OOM    bool   `json:"oom,omitempty"`
+	// Timeout details.
+	ShellExited   bool   `json:"shellExited,omitempty"`
+	ShellExitCode int    `json:"shellExitCode,omitempty"`
+	ShellRuntime  int64  `json:"shellRuntimeNs,omitempty"`
+	Err           *Error `json:"err,omitempty"`
+	Message       string `json:"message,omitempty"`
+}
+
+// WriteFrame writes one frame.
+func WriteFrame(w io.Writer, kind byte, payload []byte) error {
+	var h [5]byte
+	h[0] = kind
+	binary.BigEndian.PutUint32(h[1:], uint32(len(payload)))
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(payload)
+	return err
+}
+
+// ReadFrame reads one frame into buf (grown as needed) and returns its kind
+// and payload.
+func ReadFrame(r io.Reader, buf []byte) (byte, []byte, error) {
+	var h [5]byte
+	if _, err := io.ReadFull(r, h[:]); err != nil {
+		return 0, nil, err
+	}
+	n := binary.BigEndian.Uint32(h[1:])
+	if n > MaxFrame {
+		return 0, nil, fmt.Errorf("proto: frame of %d bytes", n)
+	}
+	if cap(buf) < int(n) {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, nil, err
+	}
+	return h[0], buf, nil
+}

@@ -1,0 +1,326 @@
+package shim
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
+)
+
+// exitWait bounds how long the helper waits, after its client is gone, for
+// the calls in flight to kill their trees and end.
+const exitWait = 2500 * time.Millisecond
+
+// serveMain is `__shim serve`: the in-target helper. It speaks HTTP/2
+// cleartext on stdin/stdout until stdin ends, then kills every command it
+// runs and exits.
+func serveMain(args []string, stderr io.Writer) int {
+	if len(args) != 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve")
+		return 2
+	}
+	// Commands of the same user must not trace or read the helper's memory.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: dumpable: %v\n", err)
+	}
+	// The protocol owns fd 0 and 1: move them away so that nothing else in
+	// this process (or a child by inheritance) can write into the stream.
+	in, out, err := takeStdio()
+	if err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: serve: %v\n", err)
+		return 1
+	}
+	s := newServer()
+	conn := &stdioConn{r: in, w: out, closed: make(chan struct{})}
+	srv := &http.Server{
+		Handler:   s.mux(),
+		Protocols: h2cOnly(),
+		HTTP2: &http.HTTP2Config{
+			MaxConcurrentStreams:          512,
+			MaxReceiveBufferPerStream:     1 << 20,
+			MaxReceiveBufferPerConnection: 16 << 20,
+		},
+		ErrorLog: nil,
+	}
+	go srv.Serve(&oneConnListener{conn: conn, done: make(chan struct{})})
+	<-conn.closed
+	// The client is gone: every request context ends, each running command
+	// kills its tree. Wait for them, then leave.
+	s.cancelAll()
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(exitWait):
+	}
+	s.close()
+	return 0
+}
+
+func h2cOnly() *http.Protocols {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
+
+// takeStdio duplicates fd 0 and 1 for the protocol and points fd 0 at
+// /dev/null and fd 1 at fd 2.
+func takeStdio() (*os.File, *os.File, error) {
+	r, err := unix.FcntlInt(0, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dup stdin: %w", err)
+	}
+	w, err := unix.FcntlInt(1, unix.F_DUPFD_CLOEXEC, 3)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dup stdout: %w", err)
+	}
+	if null, err := unix.Open("/dev/null", unix.O_RDONLY, 0); err == nil {
+		unix.Dup2(null, 0)
+		unix.Close(null)
+	}
+	unix.Dup2(2, 1)
+	return os.NewFile(uintptr(r), "helper-in"), os.NewFile(uintptr(w), "helper-out"), nil
+}
+
+// server holds one session's state.
+type server struct {
+	mu      sync.Mutex
+	b       *native.Backend // set by hello
+	hello   proto.HelloReply
+	sets    map[int]*rootSet
+	runs    map[string]context.CancelFunc
+	nextSet int
+	active  sync.WaitGroup
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+func newServer() *server {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &server{sets: map[int]*rootSet{}, runs: map[string]context.CancelFunc{}, ctx: ctx, cancel: cancel}
+}
+
+func (s *server) cancelAll() { s.cancel() }
+
+func (s *server) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, rs := range s.sets {
+		if rs.close != nil {
+			rs.close()
+		}
+	}
+	if s.b != nil {
+		s.b.Close()
+	}
+}
+
+func (s *server) mux() http.Handler {
+	m := http.NewServeMux()
+	m.HandleFunc("POST "+proto.PathHello, s.handleHello)
+	m.HandleFunc("POST "+proto.PathRoots, s.handleRoots)
+	m.HandleFunc("POST "+proto.PathFS, s.handleFS)
+	m.HandleFunc("POST "+proto.PathRead, s.handleRead)
+	m.HandleFunc("POST "+proto.PathWrite, s.handleWrite)
+	m.HandleFunc("POST "+proto.PathEdit, s.handleEdit)
+	m.HandleFunc("POST "+proto.PathSearch, s.handleSearch)
+	m.HandleFunc("POST "+proto.PathRun, s.handleRun)
+	m.HandleFunc("POST "+proto.PathKill, s.handleKill)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.active.Add(1)
+		defer s.active.Done()
+		// A request also ends when the session does.
+		ctx, cancel := context.WithCancel(r.Context())
+		defer cancel()
+		stop := context.AfterFunc(s.ctx, cancel)
+		defer stop()
+		m.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
+	var h proto.Hello
+	if !decode(w, r.Body, &h) {
+		return
+	}
+	if h.Version != proto.Version {
+		replyErr(w, fmt.Errorf("shim: protocol version %d, the helper speaks %d", h.Version, proto.Version))
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		replyErr(w, fmt.Errorf("shim: executable: %w", err))
+		return
+	}
+	env := append(os.Environ(), proto.Strings(h.Env)...)
+	b, err := native.New(r.Context(), native.Config{
+		WorkDir:  string(h.WorkDir),
+		SpillDir: string(h.SpillDir),
+		Shell:    string(h.Shell),
+		Env:      env,
+		ShimPath: exe,
+	})
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	info := b.Info()
+	reply := proto.HelloReply{
+		Version:      proto.Version,
+		Build:        selfHash(exe),
+		PID:          os.Getpid(),
+		UID:          info.UID,
+		GID:          info.GID,
+		User:         info.User,
+		Home:         info.Home,
+		OS:           runtime.GOOS,
+		Arch:         runtime.GOARCH,
+		Shell:        info.Shell,
+		Capabilities: append(info.Capabilities, "helper", "grep", "find", "confine", "edit"),
+		Limits:       info.Limits,
+	}
+	s.mu.Lock()
+	old := s.b
+	s.b, s.hello = b, reply
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+	writeJSON(w, reply)
+}
+
+var (
+	hashOnce sync.Once
+	hashHex  string
+)
+
+// selfHash is the SHA-256 of the helper's binary: the client compares it
+// with the binary it uploaded.
+func selfHash(exe string) string {
+	hashOnce.Do(func() {
+		f, err := os.Open("/proc/self/exe")
+		if err != nil {
+			f, err = os.Open(exe)
+		}
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		h := sha256.New()
+		if _, err := io.Copy(h, f); err == nil {
+			hashHex = hex.EncodeToString(h.Sum(nil))
+		}
+	})
+	return hashHex
+}
+
+// backend returns the session's backend, or replies an error.
+func (s *server) backend(w http.ResponseWriter) *native.Backend {
+	s.mu.Lock()
+	b := s.b
+	s.mu.Unlock()
+	if b == nil {
+		replyErr(w, errors.New("shim: no hello yet"))
+	}
+	return b
+}
+
+func decode(w http.ResponseWriter, r io.Reader, v any) bool {
+	if err := json.NewDecoder(io.LimitReader(r, 64<<20)).Decode(v); err != nil {
+		replyErr(w, fmt.Errorf("shim: bad request: %w", err))
+		return false
+	}
+	return true
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v)
+}
+
+// replyErr answers with an encoded error.
+func replyErr(w http.ResponseWriter, err error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(proto.StatusError)
+	json.NewEncoder(w).Encode(proto.FromError(err))
+}
+
+// stdioConn is a net.Conn over the helper's stdin and stdout.
+type stdioConn struct {
+	r, w      *os.File
+	closeOnce sync.Once
+	closed    chan struct{}
+}
+
+func (c *stdioConn) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *stdioConn) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+func (c *stdioConn) LocalAddr() net.Addr                { return stdioAddr{} }
+func (c *stdioConn) RemoteAddr() net.Addr               { return stdioAddr{} }
+func (c *stdioConn) SetDeadline(t time.Time) error      { return nil }
+func (c *stdioConn) SetReadDeadline(t time.Time) error  { return nil }
+func (c *stdioConn) SetWriteDeadline(t time.Time) error { return nil }
+
+type stdioAddr struct{}
+
+func (stdioAddr) Network() string { return "stdio" }
+func (stdioAddr) String() string  { return "stdio" }
+
+// oneConnListener hands out one connection, then blocks until closed.
+type oneConnListener struct {
+	mu   sync.Mutex
+	conn net.Conn
+	done chan struct{}
+	once sync.Once
+}
+
+func (l *oneConnListener) Accept() (net.Conn, error) {
+	l.mu.Lock()
+	c := l.conn
+	l.conn = nil
+	l.mu.Unlock()
+	if c != nil {
+		return c, nil
+	}
+	<-l.done
+	return nil, net.ErrClosed
+}
+
+func (l *oneConnListener) Close() error {
+	l.once.Do(func() { close(l.done) })
+	return nil
+}
+
+func (l *oneConnListener) Addr() net.Addr { return stdioAddr{} }

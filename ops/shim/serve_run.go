@@ -1,0 +1,162 @@
+package shim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
+)
+
+// maxOutputFrame is the largest output frame the helper sends.
+const maxOutputFrame = 32 << 10
+
+func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
+	var req proto.RunRequest
+	if !decode(w, r.Body, &req) {
+		return
+	}
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	if req.ID != "" {
+		s.mu.Lock()
+		s.runs[req.ID] = cancel
+		s.mu.Unlock()
+		defer func() {
+			s.mu.Lock()
+			delete(s.runs, req.ID)
+			s.mu.Unlock()
+		}()
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.WriteHeader(http.StatusOK)
+	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
+	fw.rc.Flush()
+
+	end := func(e proto.RunEnd) {
+		p, _ := json.Marshal(e)
+		proto.WriteFrame(w, proto.FrameEnd, p)
+		fw.rc.Flush()
+	}
+	dir := string(req.Dir)
+	if dir == "" {
+		dir = b.Info().WorkDir
+	}
+	if req.Roots != 0 {
+		fsys, err := s.lookupFS(req.Roots)
+		if err != nil {
+			end(proto.RunEnd{Kind: "unknown", Message: err.Error()})
+			return
+		}
+		if _, err := fsys.Stat(ctx, dir); err != nil {
+			end(proto.RunEnd{Kind: "start", Err: proto.FromError(err)})
+			return
+		}
+	}
+	oomBefore := oomKills()
+	err := b.Run(ctx, &ops.Cmd{
+		Command: string(req.Command),
+		Dir:     dir,
+		Env:     proto.Strings(req.Env),
+		Output:  fw,
+		Timeout: time.Duration(req.Timeout),
+	})
+	end(runEnd(err, oomBefore))
+}
+
+func (s *server) handleKill(w http.ResponseWriter, r *http.Request) {
+	var req proto.KillRequest
+	if !decode(w, r.Body, &req) {
+		return
+	}
+	s.mu.Lock()
+	cancel := s.runs[req.ID]
+	s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// runEnd encodes Run's outcome.
+func runEnd(err error, oomBefore int64) proto.RunEnd {
+	var (
+		ee *ops.ExitError
+		se *ops.StartError
+		te *ops.TimeoutError
+	)
+	switch {
+	case err == nil:
+		return proto.RunEnd{Kind: "exit"}
+	case errors.As(err, &ee):
+		e := proto.RunEnd{Kind: "exit", Code: ee.Code, Signal: ee.Signal, OOM: ee.OOMKilled}
+		if ee.Signal == int(syscall.SIGKILL) && oomBefore >= 0 && oomKills() > oomBefore {
+			e.OOM = true
+		}
+		return e
+	case errors.As(err, &se):
+		return proto.RunEnd{Kind: "start", Err: proto.FromError(se.Err)}
+	case errors.As(err, &te):
+		return proto.RunEnd{Kind: "timeout", ShellExited: te.ShellExited, ShellExitCode: te.ShellExitCode, ShellRuntime: int64(te.ShellRuntime)}
+	case errors.Is(err, ops.ErrCanceled):
+		return proto.RunEnd{Kind: "canceled"}
+	}
+	return proto.RunEnd{Kind: "unknown", Message: err.Error()}
+}
+
+// oomKills reads the oom_kill counter of the helper's memory cgroup (v2
+// memory.events, or v1 memory.oom_control); -1 when there is none.
+func oomKills() int64 {
+	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
+				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+				fh.Close()
+				if err != nil {
+					return -1
+				}
+				return n
+			}
+		}
+		fh.Close()
+	}
+	return -1
+}
+
+// frameWriter sends command output as frames, flushed as they are written:
+// a write blocks while the client's stream window is full, which blocks the
+// command (backpressure) instead of buffering its output here.
+type frameWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+}
+
+func (f *frameWriter) Write(p []byte) (int, error) {
+	n := 0
+	for len(p) > 0 {
+		k := min(len(p), maxOutputFrame)
+		if err := proto.WriteFrame(f.w, proto.FrameOutput, p[:k]); err != nil {
+			return n, err
+		}
+		n += k
+		p = p[k:]
+	}
+	return n, f.rc.Flush()
+}
