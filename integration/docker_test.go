@@ -28,9 +28,19 @@ func TestDockerConformance(t *testing.T) {
 		t.Run(shortName(image), func(t *testing.T) {
 			needImage(t, image)
 			id := upContainer(t, image, "conformance")
-			opstest.TestBackend(t, func(t *testing.T) ops.Backend {
-				return newBackend(t, docker.Config{Container: id})
-			})
+			// With the helper (one long-lived exec) and without it (one
+			// exec per operation, the fallback).
+			for _, noHelper := range []bool{false, true} {
+				t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) {
+					opstest.TestBackend(t, func(t *testing.T) ops.Backend {
+						b := newBackend(t, docker.Config{Container: id, NoHelper: noHelper})
+						if got := b.Info().Has("helper"); got == noHelper {
+							t.Fatalf("helper capability %v, want %v (limits %v)", got, !noHelper, b.Info().Limits)
+						}
+						return b
+					})
+				})
+			}
 		})
 	}
 }

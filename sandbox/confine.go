@@ -26,7 +26,19 @@ type OutsideRootError = ops.OutsideRootError
 //
 // The roots are resolved with b.RealPath first. The optional capabilities of
 // b (grep, find, line counts) are kept, with their paths checked.
+//
+// A backend that confines in the target itself ([ops.Confiner], the
+// helper) does so, race-free; any other gets the check-then-use wrapper.
 func Confine(ctx context.Context, b ops.Backend, roots []Root) (ops.Backend, error) {
+	if cf, ok := b.(ops.Confiner); ok {
+		v, err := cf.Confine(ctx, roots)
+		if err == nil {
+			return v, nil
+		}
+		if !errors.Is(err, ops.ErrUnsupported) {
+			return nil, fmt.Errorf("sandbox: %w", err)
+		}
+	}
 	c := &confined{b: b}
 	for _, r := range roots {
 		if !path.IsAbs(r.Path) {

@@ -52,7 +52,7 @@ func finish(ctx context.Context, cfg Config, open func(context.Context) (ops.Bac
 	if err != nil {
 		return nil, err
 	}
-	b = withEnv(b, cfg.Policy.Env.extraEnv(b.Info().Backend == "local"))
+	local := b.Info().Backend == "local"
 	if !cfg.Unconfined {
 		cb, err := Confine(ctx, b, roots(b.Info(), cfg))
 		if err != nil {
@@ -61,6 +61,7 @@ func finish(ctx context.Context, cfg Config, open func(context.Context) (ops.Bac
 		}
 		b = cb
 	}
+	b = withEnv(b, cfg.Policy.Env.extraEnv(local))
 	s := &Sandbox{Backend: b, Tools: tools.All(b), policy: pol}
 	if cfg.Policy.AuditLog != "" {
 		if s.audit, err = openAudit(cfg.Policy.AuditLog, pol.redact); err != nil {

@@ -90,6 +90,10 @@ type Config struct {
 	// plain wrapper runs commands and Info.Limits says what is lost.
 	ShimBinary string
 	NoShim     bool
+	// NoHelper runs every operation as its own exec (the fallback path)
+	// instead of through the long-lived helper. Zero: the helper, when the
+	// shim runs in the container.
+	NoHelper bool
 }
 
 // Mount is a bind mount.

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 )
 
@@ -37,6 +38,7 @@ type Backend struct {
 	shimPath  string // the shim in the container, "" without
 	oomProbe  string // shellproc.Spec.Probe reading the oom_kill counter
 	oomFile   string
+	h         *helper.Client // the in-target helper; nil: the scripts serve
 
 	closeOnce sync.Once
 	closeErr  error
@@ -200,6 +202,7 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	}
 	b.info = info
 	b.setupShim(ctx, sf, kv["shim"])
+	b.startHelper(ctx, cfg)
 	return nil
 }
 
@@ -219,6 +222,9 @@ func (b *Backend) ID() string { return b.id }
 // twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		if b.h != nil {
+			b.h.Close()
+		}
 		if b.ephemeral {
 			b.closeErr = removeContainer(b.cli, b.id)
 		} else if b.stateDir != "" {

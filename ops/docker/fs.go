@@ -45,11 +45,11 @@ func (b *Backend) fsScript(ctx context.Context, op, name, body string, stdin io.
 	return res.stdout, nil
 }
 
-func (b *Backend) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (b *Backend) execStat(ctx context.Context, name string) (fs.FileInfo, error) {
 	return b.stat(ctx, "stat", name, "-L ")
 }
 
-func (b *Backend) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (b *Backend) execLstat(ctx context.Context, name string) (fs.FileInfo, error) {
 	return b.stat(ctx, "lstat", name, "")
 }
 
@@ -77,7 +77,7 @@ for f in "$@"; do printf '%s\0' "$f"; done
 printf '\0'
 if [ $# -gt 0 ]; then stat -c '` + statFormat + `' -- "$@"; fi`
 
-func (b *Backend) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+func (b *Backend) execReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	out, err := b.fsScript(ctx, "scandir", name, readDirScript, nil)
 	if err != nil {
 		return nil, err
@@ -113,7 +113,7 @@ func (b *Backend) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, erro
 	return entries, nil
 }
 
-func (b *Backend) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
+func (b *Backend) execMkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
 	m := ""
 	if p := perm & fs.ModePerm; p != 0 && p != 0o755 && p != 0o777 {
 		m = "-m " + strconv.FormatUint(uint64(p&^0o022), 8) + " "
@@ -136,7 +136,7 @@ if [ ! -d "$d" ]; then stat -L -c %f -- "$d" >/dev/null || return; e ENOTDIR; re
 r=$(readlink -f -- "$d") || return
 if [ "$r" = / ]; then printf '/%s' "$n"; else printf '%s/%s' "$r" "$n"; fi`
 
-func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
+func (b *Backend) execRealPath(ctx context.Context, name string) (string, error) {
 	if name == "/" {
 		return "/", nil
 	}
@@ -150,7 +150,7 @@ func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
 	return string(out), nil
 }
 
-func (b *Backend) Access(ctx context.Context, name string, mode ops.AccessMode) error {
+func (b *Backend) execAccess(ctx context.Context, name string, mode ops.AccessMode) error {
 	var checks strings.Builder
 	for _, c := range []struct {
 		bit  ops.AccessMode
@@ -165,7 +165,7 @@ func (b *Backend) Access(ctx context.Context, name string, mode ops.AccessMode) 
 	return err
 }
 
-func (b *Backend) Remove(ctx context.Context, name string) error {
+func (b *Backend) execRemove(ctx context.Context, name string) error {
 	_, err := b.fsScript(ctx, "unlink", name, `if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir -- "$p"; else rm -- "$p"; fi`, nil)
 	return err
 }
@@ -205,7 +205,7 @@ else
   cat > "$r"
 fi`
 
-func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+func (b *Backend) execWriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	// Assume the usual umask (022) for a new file's mode, as os.WriteFile
 	// would apply it.
 	mode := strconv.FormatUint(uint64(perm&fs.ModePerm&^0o022), 8)
@@ -221,7 +221,7 @@ echo $n $s`
 
 // CountLines counts lines in the container (wc -l), without transferring
 // the file.
-func (b *Backend) CountLines(ctx context.Context, name string) (newlines, size int64, err error) {
+func (b *Backend) execCountLines(ctx context.Context, name string) (newlines, size int64, err error) {
 	out, err := b.fsScript(ctx, "open", name, countLinesScript, nil)
 	if err != nil {
 		if pe, ok := err.(*fs.PathError); ok && ops.ErrnoOf(pe) == ops.EISDIR {

@@ -35,7 +35,7 @@ const (
 // Run runs cmd in the container under the shellproc wrapper (and the shim
 // when it was uploaded). See ops.Runner for the outcomes; engine failures
 // and a container that stops under the command wrap ops.ErrTransport.
-func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
+func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
 	}

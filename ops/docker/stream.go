@@ -62,7 +62,7 @@ func streamScript(name, body string) []string {
 
 // Open streams name with cat. It returns once the script has passed its
 // checks, so a missing file or a directory fails here, not in Read.
-func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+func (b *Backend) execOpen(ctx context.Context, name string) (io.ReadCloser, error) {
 	if err := validPath("open", name); err != nil {
 		return nil, err
 	}
@@ -164,7 +164,7 @@ func (r *execReader) Close() error {
 }
 
 // OpenWriter streams into name with cat through the exec's stdin.
-func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
+func (b *Backend) execOpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
 	if err := validPath("open", name); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,275 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
+)
+
+var (
+	_ ops.Backend     = (*Backend)(nil)
+	_ ops.LineCountFS = (*Backend)(nil)
+	_ ops.GrepFS      = (*Backend)(nil)
+	_ ops.FindFS      = (*Backend)(nil)
+	_ ops.ReplaceFS   = (*Backend)(nil)
+	_ ops.Confiner    = (*Backend)(nil)
+)
+
+// Config configures a local backend. The zero value is usable: the current
+// directory, a private spill directory, the host environment, and the
+// helper when the executable provides the shim.
+type Config struct {
+	// WorkDir is the working directory for tools and commands. Zero: the
+	// current directory. A relative path is made absolute.
+	WorkDir string
+
+	// SpillDir is the directory for spill files. Zero: a fresh private
+	// directory (mode 0700) under os.TempDir(), removed by Close. A directory
+	// given here is used as it is and not removed.
+	SpillDir string
+
+	// Shell runs commands as `Shell -c COMMAND`. Zero: /bin/bash when it
+	// exists, else /bin/sh.
+	Shell string
+
+	// Env is the base environment of commands; Cmd.Env is added on top.
+	// Nil: the host environment (os.Environ at New).
+	Env []string
+
+	// ShimPath is a static pi-sandbox binary that runs the shim and the
+	// helper (`ShimPath __shim serve|run`). Zero: os.Executable() when it
+	// dispatches the shim (shim.Dispatch was called in this process), else
+	// none.
+	ShimPath string
+
+	// NoShim disables the shim and the helper: commands are killed by
+	// process group only, and run in this process's children.
+	NoShim bool
+
+	// NoHelper runs operations in this process (the fallback path) instead
+	// of in a helper child process; commands still run under the shim.
+	NoHelper bool
+}
+
+// Backend is the local ops backend: a helper child process (`__shim serve`
+// over a pipe, the same server that runs inside containers and on ssh
+// hosts), or this process itself where the helper cannot run. It is safe
+// for concurrent use.
+type Backend struct {
+	inner     ops.Backend
+	info      ops.Info
+	ownsSpill bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens a local backend. ctx bounds the helper's start.
+func New(ctx context.Context, cfg Config) (*Backend, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	wd := cfg.WorkDir
+	if wd == "" {
+		var err error
+		if wd, err = os.Getwd(); err != nil {
+			return nil, fmt.Errorf("local: working directory: %w", err)
+		}
+	}
+	wd, err := filepath.Abs(wd)
+	if err != nil {
+		return nil, fmt.Errorf("local: working directory: %w", err)
+	}
+	if fi, err := os.Stat(wd); err != nil {
+		return nil, fmt.Errorf("local: working directory: %w", ops.PathError("stat", wd, ops.ErrnoOf(err)))
+	} else if !fi.IsDir() {
+		return nil, fmt.Errorf("local: working directory: %w", ops.PathError("chdir", wd, ops.ENOTDIR))
+	}
+	b := &Backend{}
+	spill := cfg.SpillDir
+	if spill == "" {
+		if spill, err = os.MkdirTemp("", "pi-sandbox-spill-"); err != nil {
+			return nil, fmt.Errorf("local: spill directory: %w", err)
+		}
+		b.ownsSpill = true
+	}
+	shimPath, why := shimFor(cfg)
+	var limits []string
+	if shimPath != "" && !cfg.NoHelper {
+		env := cfg.Env
+		if env == nil {
+			env = os.Environ()
+		}
+		c, err := helper.New(ctx, helper.Config{
+			Name:  "local",
+			Dial:  helper.ExecDial(shimPath, append(env[:len(env):len(env)], shimEnvExtra...)),
+			Hello: proto.Hello{WorkDir: proto.Str(wd), SpillDir: proto.Str(spill), Shell: proto.Str(cfg.Shell)},
+		})
+		if err == nil {
+			b.inner = c
+		} else {
+			limits = append(limits, "no helper ("+err.Error()+"): operations run in this process")
+		}
+	} else if cfg.NoHelper {
+		limits = append(limits, "no helper (disabled): operations run in this process")
+	} else {
+		limits = append(limits, "no helper ("+why+"): operations run in this process")
+	}
+	if b.inner == nil {
+		nb, err := native.New(ctx, native.Config{WorkDir: wd, SpillDir: spill, Shell: cfg.Shell, Env: cfg.Env, ShimPath: shimPath, NoShim: shimPath == ""})
+		if err != nil {
+			b.removeSpill()
+			return nil, fmt.Errorf("local: %w", err)
+		}
+		b.inner = nb
+	}
+	b.info = b.inner.Info()
+	b.info.Backend = "local"
+	b.info.Limits = append(b.info.Limits, limits...)
+	return b, nil
+}
+
+// shimFor names the shim binary, or says why there is none.
+func shimFor(cfg Config) (string, string) {
+	switch {
+	case runtime.GOOS != "linux":
+		return "", "no shim on " + runtime.GOOS
+	case cfg.NoShim:
+		return "", "shim disabled"
+	case cfg.ShimPath != "":
+		return cfg.ShimPath, ""
+	case shim.Available():
+		exe, err := os.Executable()
+		if err != nil {
+			return "", "executable unknown: " + err.Error()
+		}
+		return exe, ""
+	}
+	return "", "this executable does not dispatch __shim"
+}
+
+// Info describes the local machine. The returned slices are copies.
+func (b *Backend) Info() ops.Info {
+	i := b.info
+	i.Capabilities = append([]string(nil), i.Capabilities...)
+	i.Limits = append([]string(nil), i.Limits...)
+	return i
+}
+
+// Close stops the helper (and every command it runs) and removes the spill
+// directory when New created it. It is safe to call twice.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		b.closeErr = b.inner.Close()
+		b.removeSpill()
+	})
+	return b.closeErr
+}
+
+func (b *Backend) removeSpill() {
+	if b.ownsSpill {
+		if err := os.RemoveAll(b.info.SpillDir); err != nil && !errors.Is(err, os.ErrNotExist) && b.closeErr == nil {
+			b.closeErr = fmt.Errorf("local: remove spill directory: %w", err)
+		}
+	}
+}
+
+func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	return b.inner.Open(ctx, name)
+}
+
+func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
+	return b.inner.OpenWriter(ctx, name, flag, perm)
+}
+
+func (b *Backend) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	return b.inner.Stat(ctx, name)
+}
+
+func (b *Backend) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
+	return b.inner.Lstat(ctx, name)
+}
+
+func (b *Backend) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	return b.inner.ReadDir(ctx, name)
+}
+
+func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	return b.inner.WriteFile(ctx, name, data, perm)
+}
+
+func (b *Backend) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
+	return b.inner.MkdirAll(ctx, name, perm)
+}
+
+func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
+	return b.inner.RealPath(ctx, name)
+}
+
+func (b *Backend) Access(ctx context.Context, name string, mode ops.AccessMode) error {
+	return b.inner.Access(ctx, name, mode)
+}
+
+func (b *Backend) Remove(ctx context.Context, name string) error {
+	return b.inner.Remove(ctx, name)
+}
+
+func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
+	return b.inner.Run(ctx, cmd)
+}
+
+// CountLines counts newlines where the file is.
+func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, error) {
+	return ops.CountLines(ctx, b.inner, name)
+}
+
+// Grep searches in the helper; without it, ops.ErrUnsupported (callers
+// then walk the file system themselves).
+func (b *Backend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
+	if g, ok := b.inner.(ops.GrepFS); ok {
+		return g.Grep(ctx, q, fn)
+	}
+	return ops.ErrUnsupported
+}
+
+// Find finds in the helper; without it, ops.ErrUnsupported.
+func (b *Backend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) error) error {
+	if f, ok := b.inner.(ops.FindFS); ok {
+		return f.Find(ctx, q, fn)
+	}
+	return ops.ErrUnsupported
+}
+
+// ReplaceFile replaces under the helper's lock; without it,
+// ops.ErrUnsupported.
+func (b *Backend) ReplaceFile(ctx context.Context, name string, old, data []byte) error {
+	if r, ok := b.inner.(ops.ReplaceFS); ok {
+		return r.ReplaceFile(ctx, name, old, data)
+	}
+	return ops.ErrUnsupported
+}
+
+// Confine confines in the helper; without it, ops.ErrUnsupported (the
+// sandbox then checks paths before each operation).
+func (b *Backend) Confine(ctx context.Context, roots []ops.Root) (ops.Backend, error) {
+	c, ok := b.inner.(ops.Confiner)
+	if !ok {
+		return nil, ops.ErrUnsupported
+	}
+	v, err := c.Confine(ctx, roots)
+	if err != nil {
+		return nil, err
+	}
+	return helper.Owned(v, b.Info, b.Close), nil
+}
