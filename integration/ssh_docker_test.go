@@ -207,17 +207,23 @@ Subsystem sftp /usr/lib/openssh/sftp-server
 // signal requests, unlike root on the host).
 func TestSSHContainerConformance(t *testing.T) {
 	sc := startSSHDContainer(t)
-	opstest.TestBackend(t, func(t *testing.T) ops.Backend {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		b, err := sshops.New(ctx, sc.cfg)
-		if err != nil {
-			t.Fatalf("sshops.New: %v", err)
-		}
-		if l := b.Info().Limits; len(l) > 0 {
-			t.Logf("limits: %v", l)
-		}
-		t.Cleanup(func() { b.Close() })
-		return b
-	})
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) {
+			opstest.TestBackend(t, func(t *testing.T) ops.Backend {
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cfg := sc.cfg
+				cfg.NoHelper = noHelper
+				b, err := sshops.New(ctx, cfg)
+				if err != nil {
+					t.Fatalf("sshops.New: %v", err)
+				}
+				t.Cleanup(func() { b.Close() })
+				if got := b.Info().Has("helper"); got == noHelper {
+					t.Fatalf("helper capability %v, want %v (limits %v)", got, !noHelper, b.Info().Limits)
+				}
+				return b
+			})
+		})
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 )
 
 // Backend runs tools on a remote host over SSH: files through SFTP, commands
@@ -28,6 +29,7 @@ type Backend struct {
 	// shimPath is the uploaded shim on the remote host, "" when commands
 	// run under the plain wrapper.
 	shimPath string
+	h        *helper.Client // the helper session; nil: SFTP and a session per command
 
 	closeOnce sync.Once
 	closeErr  error
@@ -164,6 +166,7 @@ func (b *Backend) probe(ctx context.Context) error {
 		return fmt.Errorf("sshops: working directory: %w", ops.PathError("chdir", info.WorkDir, ops.ENOTDIR))
 	}
 	b.setupShim(ctx, sh, shimErr, kv["shim"])
+	b.startHelper(ctx)
 	return nil
 }
 
@@ -179,6 +182,9 @@ func (b *Backend) Info() ops.Info {
 // It is safe to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		if b.h != nil {
+			b.h.Close()
+		}
 		b.closeErr = b.removeSpill()
 		b.pool.close(b.owned)
 		if b.dialer != nil {

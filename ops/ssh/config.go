@@ -72,8 +72,12 @@ type Config struct {
 	// architecture differ, or the upload or a test run fails, commands run
 	// under the plain wrapper and Info.Limits says why.
 	ShimBinary string
-	// NoShim disables the shim.
+	// NoShim disables the shim (and with it the helper).
 	NoShim bool
+	// NoHelper serves every operation through SFTP and one session per
+	// command (the fallback path) instead of the long-lived helper session.
+	// Zero: the helper, when the shim runs on the host.
+	NoHelper bool
 }
 
 // ErrNoHost is returned by New when Config.Host is empty.

@@ -22,7 +22,7 @@ const killWait = 5 * time.Second
 
 // Run runs cmd.Command under the wrapper (see wrapScript) in a session of its
 // own. See [ops.Runner] for the outcomes.
-func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
+func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 	if ctx.Err() != nil {
 		return ops.Canceled(ctx)
 	}
