@@ -10,14 +10,18 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 
 all: build
 
+# Two static binaries: the CLI, and next to it the slim in-target helper it
+# runs locally and uploads into containers and ssh hosts.
+SHIM ?= $(dir $(BIN))pi-sandbox-shim
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/pi-sandbox
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(SHIM) ./cmd/pi-sandbox-shim
 
 # Unit tests, the conformance suite on every backend, and the integration tests.
-# The static binary doubles as the shim uploaded into containers and ssh hosts.
+# The slim static binary is the helper the tests run locally and upload.
 test: build
 	$(GO) vet $(PKGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
+	PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
 
 test-unit:
 	$(GO) test -race -short -timeout $(TIMEOUT) $(PKGS)
@@ -43,7 +47,7 @@ FAULT_TRIALS ?= 200
 faults: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
 	bin/pibench faults -bin $(BIN) -trials $(FAULT_TRIALS) $(FAULTFLAGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
+	PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
 	@! grep -q '^FAIL' bench/faults-docker-trials.txt
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with

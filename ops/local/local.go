@@ -48,10 +48,10 @@ type Config struct {
 	// Nil: the host environment (os.Environ at New).
 	Env []string
 
-	// ShimPath is a static pi-sandbox binary that runs the shim and the
-	// helper (`ShimPath __shim serve|run`). Zero: os.Executable() when it
-	// dispatches the shim (shim.Dispatch was called in this process), else
-	// none.
+	// ShimPath is a binary that runs the shim and the helper (`ShimPath
+	// __shim serve|run`). Zero: pi-sandbox-shim next to this executable (or
+	// $PI_SANDBOX_SHIM_BIN), else os.Executable() when it dispatches the
+	// shim (shim.Dispatch was called in this process), else none.
 	ShimPath string
 
 	// NoShim disables the shim and the helper: commands are killed by
@@ -149,12 +149,9 @@ func shimFor(cfg Config) (string, string) {
 		return "", "shim disabled"
 	case cfg.ShimPath != "":
 		return cfg.ShimPath, ""
-	case shim.Available():
-		exe, err := os.Executable()
-		if err != nil {
-			return "", "executable unknown: " + err.Error()
-		}
-		return exe, ""
+	}
+	if p := shim.LocalBinary(); p != "" {
+		return p, ""
 	}
 	return "", "this executable does not dispatch __shim"
 }
