@@ -21,7 +21,7 @@ build:
 # The slim static binary is the helper the tests run locally and upload.
 test: build
 	$(GO) vet $(PKGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
+	PI_SANDBOX_BIN=$(abspath $(BIN)) PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) $(GO) test -race -count=1 -timeout $(TIMEOUT) $(PKGS)
 
 test-unit:
 	$(GO) test -race -short -timeout $(TIMEOUT) $(PKGS)
@@ -47,7 +47,7 @@ FAULT_TRIALS ?= 200
 faults: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
 	bin/pibench faults -bin $(BIN) -trials $(FAULT_TRIALS) $(FAULTFLAGS)
-	PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
+	PI_SANDBOX_BIN=$(abspath $(BIN)) PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
 	@! grep -q '^FAIL' bench/faults-docker-trials.txt
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with

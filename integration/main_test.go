@@ -82,22 +82,36 @@ func testMain(m *testing.M) int {
 // uploaded into containers as the shim) unless PI_SANDBOX_SHIM_BIN names
 // one already.
 func buildPiBin(tmp string) {
-	if p := os.Getenv("PI_SANDBOX_SHIM_BIN"); p != "" {
+	_, file, _, _ := runtime.Caller(0)
+	root := filepath.Dir(filepath.Dir(file))
+	build := func(pkg, out string, ldflags ...string) error {
+		args := append([]string{"build", "-trimpath"}, ldflags...)
+		cmd := exec.Command("go", append(args, "-o", out, pkg)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if b, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", pkg, err, b)
+		}
+		return nil
+	}
+	if os.Getenv("PI_SANDBOX_SHIM_BIN") == "" {
+		out := filepath.Join(tmp, "pi-sandbox-shim")
+		if err := build("./cmd/pi-sandbox-shim", out, "-ldflags=-s -w"); err != nil {
+			piBinErr = err
+			return
+		}
+		os.Setenv("PI_SANDBOX_SHIM_BIN", out)
+	}
+	if p := os.Getenv("PI_SANDBOX_BIN"); p != "" {
 		piBin = p
 		return
 	}
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Dir(filepath.Dir(file))
 	out := filepath.Join(tmp, "pi-sandbox")
-	cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/pi-sandbox")
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := cmd.CombinedOutput(); err != nil {
-		piBinErr = fmt.Errorf("go build ./cmd/pi-sandbox: %v\n%s", err, b)
+	if err := build("./cmd/pi-sandbox", out); err != nil {
+		piBinErr = err
 		return
 	}
 	piBin = out
-	os.Setenv("PI_SANDBOX_SHIM_BIN", out)
 }
 
 func setupDocker() {

@@ -39,6 +39,7 @@ type Backend struct {
 	oomProbe  string // shellproc.Spec.Probe reading the oom_kill counter
 	oomFile   string
 	h         *helper.Client // the in-target helper; nil: the scripts serve
+	sf        *shimFile      // the host's shim binary, for a re-upload
 
 	closeOnce sync.Once
 	closeErr  error
@@ -201,6 +202,7 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "no cgroup oom_kill counter: an out-of-memory kill is reported as a plain signal death")
 	}
 	b.info = info
+	b.sf = sf
 	b.setupShim(ctx, sf, kv["shim"])
 	b.startHelper(ctx, cfg)
 	return nil

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -44,9 +45,10 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config) {
 		return
 	}
 	h, err := helper.New(ctx, helper.Config{
-		Name:  "docker",
-		Dial:  b.dialHelper,
-		Hello: proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env)},
+		Name:    "docker",
+		Dial:    b.dialHelper,
+		Restore: b.restoreHelper,
+		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env)},
 	})
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each operation costs one exec")
@@ -87,6 +89,27 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 		pw.CloseWithError(err)
 	}()
 	return &execStream{p: p, r: pr}, nil
+}
+
+// restoreHelper brings back what a restart of the container may have lost
+// (a tmpfs): the sandbox's directories and the shim binary.
+func (b *Backend) restoreHelper(ctx context.Context) error {
+	if err := b.waitUnpaused(ctx); err != nil {
+		return err
+	}
+	res, err := b.script(ctx, "mkdir -p "+shellproc.Quote(b.info.SpillDir)+" "+shellproc.Quote(b.runDir)+" && "+shellproc.Quote(b.shimPath)+" __shim version", nil)
+	if err != nil {
+		return err
+	}
+	if res.code == 0 {
+		return nil
+	}
+	p, err := b.uploadShim(ctx, b.sf)
+	if err != nil {
+		return err
+	}
+	b.shimPath = p
+	return nil
 }
 
 // waitUnpaused returns when the container is running and not paused, or

@@ -38,6 +38,10 @@ type Config struct {
 	Build string
 	// MaxInFlight bounds concurrent calls (zero: DefaultMaxInFlight).
 	MaxInFlight int
+	// Restore, when set, is called when a new helper fails to start or to
+	// answer (the target restarted and lost the binary or the sandbox's
+	// directories, say); the start is then tried once more.
+	Restore func(ctx context.Context) error
 	// OnLost, when set, is called once for each lost stream with the
 	// reason (for logs and tests).
 	OnLost func(error)
@@ -167,8 +171,20 @@ func (c *conn) errorf(format string, a ...any) error {
 	return fmt.Errorf(c.cfg.Name+": "+format, a...)
 }
 
-// dial starts a helper and says hello.
+// dial starts a helper and says hello, restoring the target once if that
+// fails.
 func (c *conn) dial(ctx context.Context) (*session, error) {
+	s, err := c.dialOnce(ctx)
+	if err == nil || c.cfg.Restore == nil || ctx.Err() != nil || errors.Is(err, ErrMismatch) {
+		return s, err
+	}
+	if rerr := c.cfg.Restore(ctx); rerr != nil {
+		return nil, fmt.Errorf("%w (restoring the helper: %v)", err, rerr)
+	}
+	return c.dialOnce(ctx)
+}
+
+func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 	rwc, err := c.cfg.Dial(ctx)
 	if err != nil {
 		return nil, err

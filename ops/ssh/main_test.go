@@ -26,12 +26,12 @@ func testMain(m *testing.M) int {
 		defer os.RemoveAll(tmp)
 		_, file, _, _ := runtime.Caller(0)
 		root := filepath.Join(filepath.Dir(file), "..", "..")
-		out := filepath.Join(tmp, "pi-sandbox")
-		cmd := exec.Command("go", "build", "-trimpath", "-o", out, "./cmd/pi-sandbox")
+		out := filepath.Join(tmp, "pi-sandbox-shim")
+		cmd := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", out, "./cmd/pi-sandbox-shim")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if b, err := cmd.CombinedOutput(); err != nil {
-			fmt.Fprintf(os.Stderr, "sshops test: no shim (go build ./cmd/pi-sandbox: %v)\n%s", err, b)
+			fmt.Fprintf(os.Stderr, "sshops test: no shim (go build ./cmd/pi-sandbox-shim: %v)\n%s", err, b)
 		} else {
 			os.Setenv("PI_SANDBOX_SHIM_BIN", out)
 		}
