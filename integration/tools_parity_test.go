@@ -49,6 +49,25 @@ var parityTargets = []parityTarget{
 		s := sshtest.Start(t)
 		return openSSH(t, s, s.Config())
 	}},
+	// The fallback paths, without the helper.
+	{"local-nohelper", func(t *testing.T) ops.Backend {
+		b, err := local.New(t.Context(), local.Config{WorkDir: t.TempDir(), SpillDir: t.TempDir(), NoHelper: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { b.Close() })
+		return b
+	}},
+	{"docker-busybox-nohelper", func(t *testing.T) ops.Backend {
+		needImage(t, "pi-sandbox/busybox")
+		return newBackend(t, docker.Config{Image: "pi-sandbox/busybox", NoHelper: true})
+	}},
+	{"ssh-nohelper", func(t *testing.T) ops.Backend {
+		s := sshtest.Start(t)
+		cfg := s.Config()
+		cfg.NoHelper = true
+		return openSSH(t, s, cfg)
+	}},
 }
 
 // TestToolsParity runs one table of tool calls through the loop's pipeline

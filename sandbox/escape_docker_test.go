@@ -92,11 +92,17 @@ func containerDirs(t *testing.T, id, base string) (work, outside string) {
 
 func TestEscapesDocker(t *testing.T) {
 	id := upContainer(t)
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) { escapesDocker(t, id, noHelper) })
+	}
+}
+
+func escapesDocker(t *testing.T, id string, noHelper bool) {
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
-		w, o := containerDirs(t, id, "/tmp/esc")
+		w, o := containerDirs(t, id, map[bool]string{false: "/tmp/esc", true: "/tmp/esc-nohelper"}[noHelper])
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		b, err := docker.New(ctx, docker.Config{Container: id, WorkDir: w})
+		b, err := docker.New(ctx, docker.Config{Container: id, WorkDir: w, NoHelper: noHelper})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,7 +10,15 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/sandbox/sandboxtest"
 )
 
+// The attempts run with the helper (confinement in the helper, at open
+// time) and without it (the sandbox's check before each operation).
 func TestEscapesLocal(t *testing.T) {
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) { escapesLocal(t, noHelper) })
+	}
+}
+
+func escapesLocal(t *testing.T, noHelper bool) {
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
 		base := t.TempDir()
 		w, o := filepath.Join(base, "work"), filepath.Join(base, "outside")
@@ -19,7 +27,7 @@ func TestEscapesLocal(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		b, err := local.New(context.Background(), local.Config{WorkDir: w})
+		b, err := local.New(context.Background(), local.Config{WorkDir: w, NoHelper: noHelper})
 		if err != nil {
 			t.Fatal(err)
 		}

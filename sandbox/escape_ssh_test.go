@@ -44,10 +44,17 @@ func sshDirs(t *testing.T, s *sshtest.Server) (work, outside string) {
 
 func TestEscapesSSH(t *testing.T) {
 	s := sshtest.Start(t)
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) { escapesSSH(t, s, noHelper) })
+	}
+}
+
+func escapesSSH(t *testing.T, s *sshtest.Server, noHelper bool) {
 	sandboxtest.Run(t, func(t *testing.T) sandboxtest.Target {
 		w, o := sshDirs(t, s)
 		cfg := s.Config()
 		cfg.WorkDir = w
+		cfg.NoHelper = noHelper
 		return sandboxtest.Target{Backend: s.Open(t, cfg), Outside: o}
 	})
 }

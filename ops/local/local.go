@@ -156,6 +156,13 @@ func shimFor(cfg Config) (string, string) {
 	return "", "this executable does not dispatch __shim"
 }
 
+// Helper returns the helper client, nil when operations run in this
+// process.
+func (b *Backend) Helper() *helper.Client {
+	c, _ := b.inner.(*helper.Client)
+	return c
+}
+
 // Info describes the local machine. The returned slices are copies.
 func (b *Backend) Info() ops.Info {
 	i := b.info

@@ -13,6 +13,7 @@
 //
 //	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
 //	pi-sandbox __shim kill [--wait DURATION] FILE
+//	pi-sandbox __shim serve
 //	pi-sandbox __shim version
 //	pi-sandbox __shim grep 'GREPQUERY-JSON'
 //	pi-sandbox __shim find 'FINDQUERY-JSON'
@@ -72,6 +73,16 @@
 // has not written it yet, or has finished and removed it). `kill -TERM $(cat
 // FILE)` is an equivalent request without the wait.
 //
+// serve: the in-target helper. It speaks HTTP/2 cleartext (prior knowledge)
+// on stdin and stdout — package ops/shim/proto has the wire types, package
+// ops/helper the client — and serves every ops operation of one sandbox:
+// files (confined beneath registered roots at open time), grep and find
+// (package ops/search on the target's disk), and commands, each under
+// `__shim run` as above. It makes itself non-dumpable, so commands of the
+// same user cannot trace it, and moves the protocol off fd 0 and 1. When
+// stdin ends (the client closed the stream, died, or the connection
+// dropped) it kills every command's tree and exits within about 2.5 s.
+//
 // version: prints "pi-sandbox-shim 1" (the protocol version) and exits 0,
 // so a backend can check an uploaded binary runs in the target.
 //
@@ -80,7 +91,8 @@
 //
 // # Finding the binary
 //
-// [Dispatch] must be called first thing in main (and in TestMain of tests
+// The slim cmd/pi-sandbox-shim binary runs only this package; the pi-sandbox
+// CLI dispatches it too. [Dispatch] must be called first thing in main (and in TestMain of tests
 // whose backend re-executes the test binary): it runs the shim and exits when
 // os.Args[1] is "__shim", and records that this executable can serve as the
 // shim ([Available]). [HostBinary] names the static binary to upload into
