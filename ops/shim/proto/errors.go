@@ -6,13 +6,16 @@ import (
 	"io/fs"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/search"
 )
 
 // Error is a failure on the wire. Kind says how the client rebuilds it:
 //   - "path": a *fs.PathError{Op, Path, ops.Errno(Errno)}
 //   - "outside": a confinement refusal (*ops.OutsideRootError in a
 //     *fs.PathError with Op "confine")
-//   - "pattern": an invalid grep/find pattern (ops.ErrBadPattern)
+//   - "regex", "glob": an invalid grep pattern or glob (the search
+//     package's *PatternError, *GlobError)
+//   - "pattern": another invalid pattern (ops.ErrBadPattern)
 //   - "unsupported": ops.ErrUnsupported
 //   - "conflict": an edit whose file changed under it (ErrConflict)
 //   - anything else: a plain error with Msg
@@ -30,6 +33,16 @@ type Error struct {
 func FromError(err error) *Error {
 	if err == nil {
 		return nil
+	}
+	var (
+		pe0 *search.PatternError
+		ge0 *search.GlobError
+	)
+	switch {
+	case errors.As(err, &pe0):
+		return &Error{Kind: "regex", Path: Str(pe0.Pattern), Msg: pe0.Detail}
+	case errors.As(err, &ge0):
+		return &Error{Kind: "glob", Path: Str(ge0.Glob), Msg: ge0.Detail}
 	}
 	var oe *ops.OutsideRootError
 	if errors.As(err, &oe) {
@@ -68,6 +81,10 @@ func (e *Error) Err(roots []ops.Root) error {
 		return ops.PathError(e.Op, string(e.Path), ops.Errno(e.Errno))
 	case "outside":
 		return &fs.PathError{Op: "confine", Path: string(e.Path), Err: &ops.OutsideRootError{Path: string(e.Path), Resolved: string(e.Resolved), Write: e.Write, Roots: roots}}
+	case "regex":
+		return &search.PatternError{Pattern: string(e.Path), Detail: e.Msg}
+	case "glob":
+		return &search.GlobError{Glob: string(e.Path), Detail: e.Msg}
 	case "pattern":
 		return fmt.Errorf("%w: %s", ops.ErrBadPattern, e.Msg)
 	case "unsupported":
