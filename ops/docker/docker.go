@@ -125,8 +125,15 @@ fi
 if [ -n "$st" ] && mkdir -p "$st/spill" "$st/run"; then
   echo "state=$st"
   fs=$(stat -f -c %T "$st" 2>/dev/null); echo "statefs=$fs"
-  sp=${st%/*}/$4
-  if [ -n "$4" ] && [ -x "$sp" ] && "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; fi
+fi
+# A shim uploaded by root: in a root-owned directory of /tmp (sticky), so
+# the sandbox user can neither replace nor move it.
+if [ -n "$4" ]; then
+  for d in /tmp/pi-sandbox-bin.*; do
+    sp=$d/$4
+    [ "$(stat -c %u:%a "$d" 2>/dev/null)" = 0:755 ] && [ "$(stat -c %u:%a "$sp" 2>/dev/null)" = 0:755 ] || continue
+    if "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; break; fi
+  done
 fi
 true
 `

@@ -17,6 +17,7 @@ import (
 // execSpec describes one exec in the container.
 type execSpec struct {
 	argv   []string
+	root   bool      // run as root (uid 0) instead of the sandbox user
 	stdin  bool      // attach stdin (proc.stdin is then the write side)
 	stdout io.Writer // stdout frames, from one goroutine; nil discards
 	stderr io.Writer // stderr frames, from the same goroutine; nil discards
@@ -37,8 +38,12 @@ type proc struct {
 // start creates and attaches an exec running spec.argv as the backend's
 // user. Engine failures wrap ops.ErrTransport.
 func (b *Backend) start(ctx context.Context, spec execSpec) (*proc, error) {
+	user := b.user
+	if spec.root {
+		user = "0"
+	}
 	cr, err := b.cli.ExecCreate(ctx, b.id, client.ExecCreateOptions{
-		User:         b.user,
+		User:         user,
 		AttachStdin:  spec.stdin,
 		AttachStdout: true,
 		AttachStderr: true,
@@ -148,8 +153,14 @@ type scriptResult struct {
 // collects its output. body must not call exit: its last status is
 // reported on stderr.
 func (b *Backend) script(ctx context.Context, body string, stdin io.Reader) (*scriptResult, error) {
+	return b.scriptAs(ctx, false, body, stdin)
+}
+
+// scriptAs is script, as root when root is set.
+func (b *Backend) scriptAs(ctx context.Context, root bool, body string, stdin io.Reader) (*scriptResult, error) {
 	var out, errb bytes.Buffer
 	p, err := b.start(ctx, execSpec{
+		root:   root,
 		argv:   []string{"/bin/sh", "-c", "f() {\n" + body + "\n}\nf; echo \"" + rcPrefix + "$?\" >&2"},
 		stdin:  stdin != nil,
 		stdout: &out,

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"os"
 	"path"
 	"strings"
@@ -63,23 +62,39 @@ func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
 }
 
-// uploadShim writes the binary through exec stdin (temp file, chmod, mv)
-// and checks it runs there: the sandbox directory's file system must allow
-// exec, which our profile's volume does.
+// uploadShim writes the binary through exec stdin and checks it runs
+// there. It uploads as root into a fresh root-owned directory of /tmp
+// (sticky, exec-enabled in our profile), so the sandbox user cannot replace
+// the binary that later calls trust; where that fails (no root exec, a
+// noexec /tmp), it uploads as the sandbox user next to the sandbox
+// directories and Info.Limits says the binary is the user's to change.
 func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) {
 	if err := shim.CheckStaticELF(sf.data, b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", sf.host, err)
 	}
+	q := shellproc.Quote(sf.name)
+	root := "d=$(mktemp -d /tmp/pi-sandbox-bin.XXXXXXXX) && chmod 755 \"$d\" && t=\"$d/" + sf.name + ".tmp\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d\"/" + q + " && \"$d\"/" + q + " __shim version 2>&1 && echo \"path=$d/" + sf.name + "\" || { s=$?; [ -n \"$d\" ] && rm -rf \"$d\"; return $s; }"
+	res, err := b.scriptAs(ctx, true, root, bytes.NewReader(sf.data))
+	if err != nil {
+		return "", err
+	}
+	if res.code == 0 && strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
+		if _, p, ok := strings.Cut(string(res.stdout), "\npath="); ok {
+			return strings.TrimSpace(p), nil
+		}
+	}
+	rootErr := strings.TrimSpace(res.stderr + string(res.stdout))
 	target := path.Join(path.Dir(b.stateDir), sf.name)
-	q := shellproc.Quote(target)
-	up := "t=" + q + ".$$; cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" " + q + " && " + q + " __shim version 2>&1 || { s=$?; rm -f \"$t\"; return $s; }"
-	res, err := b.script(ctx, up, io.Reader(bytes.NewReader(sf.data)))
+	tq := shellproc.Quote(target)
+	up := "t=$(mktemp " + tq + ".XXXXXXXX) && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" " + tq + " && " + tq + " __shim version 2>&1 || { s=$?; rm -f \"$t\"; return $s; }"
+	res, err = b.script(ctx, up, bytes.NewReader(sf.data))
 	if err != nil {
 		return "", err
 	}
 	if res.code != 0 || !strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
 		return "", fmt.Errorf("upload to %s failed (exit %d): %s", target, res.code, strings.TrimSpace(res.stderr+string(res.stdout)))
 	}
+	b.info.Limits = append(b.info.Limits, "the shim "+target+" belongs to the sandbox user, who can replace it (root could not upload it: "+rootErr+")")
 	return target, nil
 }
 
