@@ -1,0 +1,58 @@
+// Package beneath confines file operations to a set of root directories at
+// open time: resolving a path and using it are one step, so a symbolic link
+// swapped in between a check and the use cannot lead outside (the race of
+// the check-then-use confinement in package sandbox).
+//
+// [Open] opens every root once (its real path is resolved then). Each
+// operation walks its path element by element from a root's directory fd
+// with openat(dirfd, elem, O_PATH|O_NOFOLLOW|O_CLOEXEC) and fstat. A
+// symbolic link is read with readlinkat on its O_PATH fd and the walk goes
+// on with its target: a relative target from the directory that holds the
+// link, an absolute one from whichever root contains it. ".." never walks up
+// through an fd: the directory walked so far has a real, link-free path, so
+// ".." is its lexical parent, and the walk restarts there from a root. Parts
+// of a path outside every root are never looked at: they are taken
+// lexically (as if they held no links), and what ends outside is refused.
+// More than 40 links is ELOOP. The final operation is done relative to the
+// directory fd of the final element's parent with O_NOFOLLOW (or on the
+// element's own O_PATH fd), so the element cannot be swapped for a link
+// either; if it is, the link is followed (or not) by the same rules.
+//
+// The observable rules are those of sandbox.Confine:
+//
+//   - A path is judged by where it finally leads: the first root, in the
+//     order given to Open, that contains its resolved location decides.
+//     Put read-only roots nested in a writable one before it to make them
+//     read-only (sandbox.Confine lists the working directory first).
+//   - Links that resolve inside some root work, whichever root that is
+//     (absolute links inside a root, links from the working directory into
+//     the spill directory or another allowed root). Links that lead outside
+//     every root are refused with an [*OutsideError].
+//   - A missing tail is judged by the deepest existing directory's real
+//     path with the missing names appended; then the operation fails as the
+//     kernel would (ENOENT, ENOTDIR), or creates the missing last element.
+//   - Lstat and Remove do not follow the last element: a link pointing
+//     outside can be inspected and removed. Everything else follows it; a
+//     write through a dangling link creates its target, which must be in a
+//     writable root.
+//   - Read-only roots refuse OpenFile with write flags, MkdirAll, Remove,
+//     WriteFileAtomic and Access with the write bit.
+//   - A single writable root "/" allows everything (the unconfined mode);
+//     links are followed by the same walk.
+//
+// Errors are *fs.PathError values wrapping a syscall.Errno, with the Op
+// names of the ops backends ("open", "stat", "lstat", "scandir", "mkdir",
+// "unlink", "realpath", "access", "write", "fsync", "rename"), or wrapping
+// an *OutsideError (Op "confine"), which satisfies errors.Is(err,
+// fs.ErrPermission). Names must be absolute; a NUL byte or a relative name
+// is EINVAL.
+//
+// What it does not cover: a directory that was walked into and is then
+// moved out of every root by someone else keeps being used through its fd
+// until the operation ends (as with openat2 RESOLVE_BENEATH). Magic links
+// of /proc (/proc/self/fd/N) are read as ordinary links, never traversed by
+// the kernel. Removing a root itself is EBUSY. Only Linux is supported;
+// elsewhere every function returns errors.ErrUnsupported.
+//
+// A Set is safe for concurrent use; Close it after every call returned.
+package beneath
