@@ -10,10 +10,13 @@
 // on with its target: a relative target from the directory that holds the
 // link, an absolute one from whichever root contains it. ".." never walks up
 // through an fd: the directory walked so far has a real, link-free path, so
-// ".." is its lexical parent, and the walk restarts there from a root. Parts
-// of a path outside every root are never looked at: they are taken
-// lexically (as if they held no links), and what ends outside is refused.
-// More than 40 links is ELOOP. The final operation is done relative to the
+// ".." is its lexical parent, and the walk restarts there. Walks start at
+// an fd of "/" opened by Open; a root's path is always entered through the
+// root's own fd. Parts of a path outside every root are walked the same way
+// (their links are followed, so a link outside that leads into a root
+// works, as in sandbox.Confine), but only a location inside a root is ever
+// opened for use, listed or changed: what ends outside is refused. More
+// than 40 links is ELOOP. The final operation is done relative to the
 // directory fd of the final element's parent with O_NOFOLLOW (or on the
 // element's own O_PATH fd), so the element cannot be swapped for a link
 // either; if it is, the link is followed (or not) by the same rules.

@@ -237,6 +237,9 @@ func (s *Set) MkdirAll(name string, perm fs.FileMode) error {
 			if jerr := s.judge(w.name, sk.real, true); jerr != nil {
 				return jerr
 			}
+			if jerr := s.judge(w.name, path.Join(w.cur.real, sk.elem), true); jerr != nil {
+				return jerr // where the directory would be made
+			}
 			if sk.inLink {
 				return pathErr("mkdir", sk.at, syscall.EEXIST)
 			}

@@ -16,6 +16,7 @@ import (
 // Set is a set of opened roots.
 type Set struct {
 	roots []root
+	top   int // O_PATH fd of "/", where walks start
 	once  sync.Once
 }
 
@@ -32,7 +33,11 @@ func Open(roots []Root) (*Set, error) {
 	if len(roots) == 0 {
 		return nil, errors.New("beneath: at least one root is needed")
 	}
-	s := &Set{}
+	top, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("beneath: %w", &fs.PathError{Op: "open", Path: "/", Err: err})
+	}
+	s := &Set{top: top}
 	for _, r := range roots {
 		if !path.IsAbs(r.Path) {
 			s.Close()
@@ -68,19 +73,27 @@ func (s *Set) Close() error {
 		for _, r := range s.roots {
 			unix.Close(r.fd)
 		}
+		unix.Close(s.top)
 	})
 	return nil
 }
 
-// enter is the position at the real path p reached lexically from above
-// every root: a root's fd when p is a root, else no fd.
-func (s *Set) enter(p string) pos {
+// rootAt returns the position of the root whose real path is p.
+func (s *Set) rootAt(p string) (pos, bool) {
 	for _, r := range s.roots {
 		if r.Path == p {
-			return pos{fd: r.fd, real: p}
+			return pos{fd: r.fd, real: p}, true
 		}
 	}
-	return pos{fd: -1, real: p}
+	return pos{}, false
+}
+
+// start is where every walk starts: "/".
+func (s *Set) start() pos {
+	if p, ok := s.rootAt("/"); ok {
+		return p
+	}
+	return pos{fd: s.top, real: "/"}
 }
 
 // judge checks the resolved location real of name.

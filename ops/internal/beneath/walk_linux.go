@@ -18,7 +18,7 @@ const maxLinks = 40
 
 // pos is a directory the walk has reached.
 type pos struct {
-	fd   int    // O_PATH fd; -1 above or outside every root (a lexical position)
+	fd   int    // O_PATH fd (of a root when real is one)
 	own  bool   // fd is the walk's to close (not a root's)
 	real string // clean and link-free
 }
@@ -52,7 +52,7 @@ func (s *Set) walk(op, name string) (*walker, error) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
 	}
 	name = path.Clean(name)
-	w := &walker{s: s, name: name, cur: s.enter("/"), comps: split(name), prefix: "/"}
+	w := &walker{s: s, name: name, cur: s.start(), comps: split(name), prefix: "/"}
 	w.orig = len(w.comps)
 	return w, nil
 }
@@ -91,16 +91,12 @@ func (w *walker) pop() string {
 // left) is name's own rather than a link's target.
 func (w *walker) finalIsOwn() bool { return w.orig == len(w.comps) }
 
-// up goes to the parent of the current directory: lexically, since its path
-// is real, then again from the roots when it is below one.
+// up goes to the parent of the current directory: its path is real, so its
+// lexical parent is its parent, which the walk reaches again from "/" (never
+// through an fd's "..").
 func (w *walker) up() {
-	parent := path.Dir(w.cur.real)
-	if w.cur.fd < 0 {
-		w.setCur(w.s.enter(parent))
-		return
-	}
-	w.comps = append(split(parent), w.comps...)
-	w.setCur(w.s.enter("/"))
+	w.comps = append(split(path.Dir(w.cur.real)), w.comps...)
+	w.setCur(w.s.start())
 }
 
 // follow goes on with a link's target in place of the element just popped.
@@ -114,7 +110,7 @@ func (w *walker) follow(target string) error {
 	}
 	w.comps = append(split(target), w.comps...)
 	if path.IsAbs(target) {
-		w.setCur(w.s.enter("/"))
+		w.setCur(w.s.start())
 	}
 	return nil
 }
@@ -151,19 +147,17 @@ func (w *walker) parent() (final, error) {
 			continue
 		case len(w.comps) == 1:
 			real := path.Join(w.cur.real, c)
-			if w.cur.fd < 0 {
-				if p := w.s.enter(real); p.fd >= 0 {
-					w.pop()
-					w.setCur(p)
-					return final{dir: p.fd, real: real}, nil
-				}
+			if p, ok := w.s.rootAt(real); ok {
+				w.pop()
+				w.setCur(p)
+				return final{dir: p.fd, real: real}, nil
 			}
 			return final{dir: w.cur.fd, base: c, real: real}, nil
 		}
 		w.pop()
 		real := path.Join(w.cur.real, c)
-		if w.cur.fd < 0 {
-			w.setCur(w.s.enter(real))
+		if p, ok := w.s.rootAt(real); ok {
+			w.setCur(p) // a root is entered through its own fd
 			continue
 		}
 		fd, st, err := lopen(w.cur.fd, c)
@@ -190,7 +184,15 @@ func (w *walker) stuck(c string, err error) error {
 	if !ok || errno != syscall.ENOENT && errno != syscall.ENOTDIR {
 		return err
 	}
-	rest := append([]string{w.cur.real, c}, w.comps...)
+	// Below a missing element nothing exists: a later ".." cannot lead
+	// elsewhere, so the location stops before it.
+	rest := []string{w.cur.real, c}
+	for _, r := range w.comps {
+		if r == ".." {
+			break
+		}
+		rest = append(rest, r)
+	}
 	return &stuck{errno: errno, real: path.Join(rest...), elem: c, inLink: !w.lastOrig, at: w.prefix}
 }
 
@@ -204,12 +206,6 @@ func (w *walker) resolve(follow, write bool) (f final, ent int, st *unix.Stat_t,
 		f, err = w.parent()
 		if err != nil {
 			return f, -1, nil, err
-		}
-		if f.dir < 0 {
-			if err := w.s.judge(w.name, f.real, write); err != nil {
-				return f, -1, nil, err
-			}
-			return f, -1, nil, syscall.EACCES // not reached: no fd means outside
 		}
 		var fd int
 		if f.base == "" {
