@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"path"
 	"path/filepath"
+	"slices"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -21,8 +22,9 @@ type Set struct {
 }
 
 type root struct {
-	Root     // Path is the real path
-	fd   int // O_PATH directory fd
+	Root           // Path is the real path
+	fd    int      // O_PATH directory fd
+	comps []string // Path's elements
 }
 
 // Open resolves every root to its real path (following links, as the caller
@@ -53,7 +55,7 @@ func Open(roots []Root) (*Set, error) {
 			s.Close()
 			return nil, fmt.Errorf("beneath: root %s: %w", r.Path, &fs.PathError{Op: "open", Path: rp, Err: err})
 		}
-		s.roots = append(s.roots, root{Root: Root{Path: rp, ReadOnly: r.ReadOnly}, fd: fd})
+		s.roots = append(s.roots, root{Root: Root{Path: rp, ReadOnly: r.ReadOnly}, fd: fd, comps: split(rp)})
 	}
 	return s, nil
 }
@@ -88,12 +90,21 @@ func (s *Set) rootAt(p string) (pos, bool) {
 	return pos{}, false
 }
 
-// start is where every walk starts: "/".
-func (s *Set) start() pos {
-	if p, ok := s.rootAt("/"); ok {
-		return p
+// startAt is where a walk of the absolute path with elements comps starts:
+// the deepest root whose path is a leading part of it (a root's path is
+// real, so walking it again would lead to the same directory, unless it was
+// swapped since Open: the root's fd is what the root means), else "/". It
+// returns the elements left to walk.
+func (s *Set) startAt(comps []string) (pos, []string) {
+	best, n := pos{fd: s.top, real: "/"}, 0
+	for _, r := range s.roots {
+		if len(r.comps) >= n && len(r.comps) <= len(comps) && slices.Equal(r.comps, comps[:len(r.comps)]) {
+			if len(r.comps) > n || best.fd == s.top {
+				best, n = pos{fd: r.fd, real: r.Path}, len(r.comps)
+			}
+		}
 	}
-	return pos{fd: s.top, real: "/"}
+	return best, comps[n:]
 }
 
 // judge checks the resolved location real of name.

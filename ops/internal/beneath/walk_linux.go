@@ -52,8 +52,10 @@ func (s *Set) walk(op, name string) (*walker, error) {
 		return nil, &fs.PathError{Op: op, Path: name, Err: syscall.EINVAL}
 	}
 	name = path.Clean(name)
-	w := &walker{s: s, name: name, cur: s.start(), comps: split(name), prefix: "/"}
+	w := &walker{s: s, name: name}
+	w.cur, w.comps = s.startAt(split(name))
 	w.orig = len(w.comps)
+	w.prefix = w.cur.real
 	return w, nil
 }
 
@@ -95,8 +97,9 @@ func (w *walker) finalIsOwn() bool { return w.orig == len(w.comps) }
 // lexical parent is its parent, which the walk reaches again from "/" (never
 // through an fd's "..").
 func (w *walker) up() {
-	w.comps = append(split(path.Dir(w.cur.real)), w.comps...)
-	w.setCur(w.s.start())
+	p, rest := w.s.startAt(split(path.Dir(w.cur.real)))
+	w.comps = append(rest, w.comps...)
+	w.setCur(p)
 }
 
 // follow goes on with a link's target in place of the element just popped.
@@ -108,10 +111,13 @@ func (w *walker) follow(target string) error {
 	if target == "" {
 		return syscall.ENOENT
 	}
-	w.comps = append(split(target), w.comps...)
+	tc := split(target)
 	if path.IsAbs(target) {
-		w.setCur(w.s.start())
+		var p pos
+		p, tc = w.s.startAt(tc)
+		w.setCur(p)
 	}
+	w.comps = append(tc, w.comps...)
 	return nil
 }
 
