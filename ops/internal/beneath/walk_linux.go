@@ -20,6 +20,7 @@ const maxLinks = 40
 type pos struct {
 	fd   int    // O_PATH fd (of a root when real is one)
 	own  bool   // fd is the walk's to close (not a root's)
+	file bool   // not a directory: "." and ".." below it are ENOTDIR
 	real string // clean and link-free
 }
 
@@ -143,6 +144,10 @@ func (w *walker) parent() (final, error) {
 			return final{dir: w.cur.fd, real: w.cur.real}, nil
 		}
 		c := w.comps[0]
+		if w.cur.file && (c == "." || c == "..") {
+			w.pop()
+			return final{}, w.stuck(c, syscall.ENOTDIR)
+		}
 		switch {
 		case c == ".":
 			w.pop()
@@ -181,7 +186,7 @@ func (w *walker) parent() (final, error) {
 			}
 			continue
 		}
-		w.setCur(pos{fd: fd, own: true, real: real})
+		w.setCur(pos{fd: fd, own: true, real: real, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})
 	}
 }
 
