@@ -57,10 +57,10 @@ func (f setRaceFS) Create(name string) error {
 	return fl.Close()
 }
 
-// raceTree: B/w is the root; B/w/d is a directory that a swapper keeps
-// exchanging (renameat2 RENAME_EXCHANGE, atomic) with B/w/d.alt, a link
-// to B/o, outside. Both hold f.txt and sub/; B/o also holds
-// outside-only.txt.
+// raceTree: B/w is the root; B/w/d is a directory that a swapper may keep
+// exchanging with B/w/d.alt, a link to B/o, outside; B/w/d/f.txt is a file
+// it may keep exchanging with B/w/d/f.alt, a link to B/o/f.txt. Both
+// directories hold f.txt and sub/; B/o also holds outside-only.txt.
 type raceTree struct{ W, O string }
 
 func newRaceTree(t *testing.T) raceTree {
@@ -87,6 +87,9 @@ func newRaceTree(t *testing.T) raceTree {
 	if err := os.Symlink(tr.O, tr.W+"/d.alt"); err != nil {
 		t.Fatal(err)
 	}
+	if err := os.Symlink(tr.O+"/f.txt", tr.W+"/d/f.alt"); err != nil {
+		t.Fatal(err)
+	}
 	return tr
 }
 
@@ -109,32 +112,111 @@ func (tr raceTree) listing(t *testing.T) string {
 	return b.String()
 }
 
-// raceKinds names the calls by i%6.
-var raceKinds = [6]string{"ReadFile", "Stat", "ReadDir", "WriteFile", "MkdirAll", "Create"}
-
 type raceResult struct {
 	escapes  []string
 	ok       atomic.Int64 // calls that succeeded
-	okBy     [6]atomic.Int64
 	refused  atomic.Int64 // calls refused by confinement
 	attempts atomic.Int64
+	okBy     []atomic.Int64 // by op
 }
 
-// swapRace runs workers through B/w/d while it is swapped with a link to
-// the outside, for at most iterations calls or budget, and returns what
-// escaped: the outside file read or stated, the outside directory listed,
-// or anything written, made or created in it. With stopEarly it ends at
-// the first escape.
-func swapRace(t *testing.T, tr raceTree, f raceFS, iterations int, budget time.Duration, stopEarly bool) *raceResult {
-	t.Helper()
-	var outIno uint64
-	if fi, err := os.Stat(tr.O + "/f.txt"); err != nil {
-		t.Fatal(err)
-	} else {
-		outIno = fi.Sys().(*syscall.Stat_t).Ino
+// raceOp is one kind of call; it reports what escaped, if anything.
+type raceOp struct {
+	kind string
+	call func(i int64) (leaked string, err error)
+}
+
+// dirSwapOps go through B/w/d, which is swapped with a link to B/o.
+func dirSwapOps(t *testing.T, tr raceTree, f raceFS) []raceOp {
+	outIno := ino(t, tr.O+"/f.txt")
+	return []raceOp{
+		{"ReadFile", func(i int64) (string, error) {
+			b, err := f.ReadFile(tr.W + "/d/f.txt")
+			return leakIf(strings.Contains(string(b), secret), "read the outside file"), err
+		}},
+		{"Stat", func(i int64) (string, error) {
+			fi, err := f.Stat(tr.W + "/d/f.txt")
+			return leakIf(err == nil && fi.Sys().(*syscall.Stat_t).Ino == outIno, "stated the outside file"), err
+		}},
+		{"ReadDir", func(i int64) (string, error) {
+			es, err := f.ReadDir(tr.W + "/d")
+			return leakIf(slices.ContainsFunc(es, func(e fs.DirEntry) bool { return e.Name() == "outside-only.txt" }), "listed the outside directory"), err
+		}},
+		{"WriteFile", func(i int64) (string, error) {
+			name := fmt.Sprintf("n%d", i)
+			err := f.WriteFile(tr.W+"/d/sub/"+name, []byte("x"))
+			return leakIf(exists(tr.O+"/sub/"+name), "wrote into the outside directory"), err
+		}},
+		{"MkdirAll", func(i int64) (string, error) {
+			name := fmt.Sprintf("n%d", i)
+			err := f.MkdirAll(tr.W + "/d/sub/" + name + "/x")
+			return leakIf(exists(tr.O+"/sub/"+name), "made a directory outside"), err
+		}},
+		{"Create", func(i int64) (string, error) {
+			name := fmt.Sprintf("n%d", i)
+			err := f.Create(tr.W + "/d/" + name)
+			return leakIf(exists(tr.O+"/"+name), "created a file outside"), err
+		}},
 	}
+}
+
+// fileSwapOps use B/w/d/f.txt, which is swapped with a link to B/o/f.txt
+// (the final element, not a directory on the way).
+func fileSwapOps(t *testing.T, tr raceTree, f raceFS) []raceOp {
+	outIno := ino(t, tr.O+"/f.txt")
+	changed := func() bool {
+		b, err := os.ReadFile(tr.O + "/f.txt")
+		return err != nil || string(b) != secret+"\n"
+	}
+	return []raceOp{
+		{"ReadFile", func(i int64) (string, error) {
+			b, err := f.ReadFile(tr.W + "/d/f.txt")
+			return leakIf(strings.Contains(string(b), secret), "read the outside file"), err
+		}},
+		{"Stat", func(i int64) (string, error) {
+			fi, err := f.Stat(tr.W + "/d/f.txt")
+			return leakIf(err == nil && fi.Sys().(*syscall.Stat_t).Ino == outIno, "stated the outside file"), err
+		}},
+		{"WriteFile", func(i int64) (string, error) {
+			err := f.WriteFile(tr.W+"/d/f.txt", []byte("inside\n"))
+			return leakIf(changed(), "replaced the outside file"), err
+		}},
+		{"Create", func(i int64) (string, error) {
+			err := f.Create(tr.W + "/d/f.txt")
+			return leakIf(changed(), "truncated the outside file"), err
+		}},
+	}
+}
+
+func ino(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+func leakIf(cond bool, what string) string {
+	if cond {
+		return what
+	}
+	return ""
+}
+
+// swapRace runs 4 workers calling ops in turn while a swapper keeps
+// exchanging a and b (renameat2 RENAME_EXCHANGE: atomic), for at most
+// iterations calls or budget, and returns what escaped. With stopEarly it
+// ends at the first escape. Afterwards B/o must be as it was.
+func swapRace(t *testing.T, tr raceTree, a, b string, ops []raceOp, iterations int, budget time.Duration, stopEarly bool) *raceResult {
+	t.Helper()
 	before := tr.listing(t)
-	res := &raceResult{}
+	res := &raceResult{okBy: make([]atomic.Int64, len(ops))}
 	var mu sync.Mutex
 	escape := func(s string) {
 		mu.Lock()
@@ -146,7 +228,7 @@ func swapRace(t *testing.T, tr raceTree, f raceFS, iterations int, budget time.D
 	go func() {
 		defer close(done)
 		for !stop.Load() {
-			if err := unix.Renameat2(unix.AT_FDCWD, tr.W+"/d", unix.AT_FDCWD, tr.W+"/d.alt", unix.RENAME_EXCHANGE); err != nil {
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
 				escape("swapper: " + err.Error())
 				return
 			}
@@ -165,53 +247,17 @@ func swapRace(t *testing.T, tr raceTree, f raceFS, iterations int, budget time.D
 					return
 				}
 				res.attempts.Add(1)
-				var err error
-				var leaked string
-				name := fmt.Sprintf("n%d", i)
-				switch i % 6 {
-				case 0:
-					var b []byte
-					b, err = f.ReadFile(tr.W + "/d/f.txt")
-					if strings.Contains(string(b), secret) {
-						leaked = "read the outside file"
-					}
-				case 1:
-					var fi fs.FileInfo
-					fi, err = f.Stat(tr.W + "/d/f.txt")
-					if err == nil && fi.Sys().(*syscall.Stat_t).Ino == outIno {
-						leaked = "stated the outside file"
-					}
-				case 2:
-					var es []fs.DirEntry
-					es, err = f.ReadDir(tr.W + "/d")
-					if slices.ContainsFunc(es, func(e fs.DirEntry) bool { return e.Name() == "outside-only.txt" }) {
-						leaked = "listed the outside directory"
-					}
-				case 3:
-					err = f.WriteFile(tr.W+"/d/sub/"+name, []byte("x"))
-					if _, serr := os.Lstat(tr.O + "/sub/" + name); serr == nil {
-						leaked = "wrote into the outside directory"
-					}
-				case 4:
-					err = f.MkdirAll(tr.W + "/d/sub/" + name + "/x")
-					if _, serr := os.Lstat(tr.O + "/sub/" + name); serr == nil {
-						leaked = "made a directory outside"
-					}
-				case 5:
-					err = f.Create(tr.W + "/d/" + name)
-					if _, serr := os.Lstat(tr.O + "/" + name); serr == nil {
-						leaked = "created a file outside"
-					}
-				}
+				op := ops[int(i)%len(ops)]
+				leaked, err := op.call(i)
 				switch {
 				case leaked != "":
-					escape(fmt.Sprintf("call %d: %s (err %v)", i, leaked, err))
+					escape(fmt.Sprintf("call %d: %s (%s: err %v)", i, leaked, op.kind, err))
 					if stopEarly {
 						stop.Store(true)
 					}
 				case err == nil:
 					res.ok.Add(1)
-					res.okBy[i%6].Add(1)
+					res.okBy[int(i)%len(ops)].Add(1)
 				case errors.Is(err, fs.ErrPermission):
 					res.refused.Add(1)
 				}
@@ -227,26 +273,42 @@ func swapRace(t *testing.T, tr raceTree, f raceFS, iterations int, budget time.D
 	return res
 }
 
-func TestSwapRace(t *testing.T) {
+// checkRace fails t on any escape, and unless both sides of the swap were
+// met (calls refused, every op succeeding at least once).
+func checkRace(t *testing.T, res *raceResult, ops []raceOp) {
+	t.Helper()
+	t.Logf("%d calls: %d succeeded, %d refused", res.attempts.Load(), res.ok.Load(), res.refused.Load())
+	for _, e := range res.escapes {
+		t.Error(e)
+	}
+	if res.refused.Load() == 0 {
+		t.Errorf("no call met the link: %d calls", res.attempts.Load())
+	}
+	for i, op := range ops {
+		if res.okBy[i].Load() == 0 {
+			t.Errorf("no %s went through the real entry", op.kind)
+		}
+	}
+}
+
+func TestSwapRaceDir(t *testing.T) {
 	tr := newRaceTree(t)
 	s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res := swapRace(t, tr, setRaceFS{s}, 20000, 2*time.Second, false)
-	t.Logf("%d calls: %d succeeded, %d refused", res.attempts.Load(), res.ok.Load(), res.refused.Load())
-	for _, e := range res.escapes {
-		t.Error(e)
+	ops := dirSwapOps(t, tr, setRaceFS{s})
+	checkRace(t, swapRace(t, tr, tr.W+"/d", tr.W+"/d.alt", ops, 20000, 2*time.Second, false), ops)
+}
+
+func TestSwapRaceFile(t *testing.T) {
+	tr := newRaceTree(t)
+	s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The race must have been run both ways: calls that went through the
-	// directory and calls that met the link.
-	if res.refused.Load() == 0 {
-		t.Errorf("no call met the link: %d calls", res.attempts.Load())
-	}
-	for i, kind := range raceKinds {
-		if n := res.okBy[i].Load(); n == 0 {
-			t.Errorf("no %s went through the directory", kind)
-		}
-	}
+	defer s.Close()
+	ops := fileSwapOps(t, tr, setRaceFS{s})
+	checkRace(t, swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", ops, 20000, 2*time.Second, false), ops)
 }

@@ -81,13 +81,24 @@ func (n naiveFS) Create(name string) error {
 	return f.Close()
 }
 
-// TestSwapRaceCatchesCheckThenUse shows the swap-race test has teeth: the
-// same harness, run against the check-then-use approach, sees an escape.
+// TestSwapRaceCatchesCheckThenUse shows the swap-race tests have teeth:
+// the same harnesses, run against the check-then-use approach, see an
+// escape.
 func TestSwapRaceCatchesCheckThenUse(t *testing.T) {
-	tr := newRaceTree(t)
-	res := swapRace(t, tr, naiveFS{root: tr.W}, 200000, 10*time.Second, true)
-	t.Logf("%d calls until the first escape: %v", res.attempts.Load(), res.escapes)
-	if len(res.escapes) == 0 {
-		t.Errorf("no escape in %d calls: the harness would not catch a check-then-use race", res.attempts.Load())
-	}
+	t.Run("dir", func(t *testing.T) {
+		tr := newRaceTree(t)
+		res := swapRace(t, tr, tr.W+"/d", tr.W+"/d.alt", dirSwapOps(t, tr, naiveFS{root: tr.W}), 200000, 10*time.Second, true)
+		t.Logf("%d calls until the first escape: %v", res.attempts.Load(), res.escapes)
+		if len(res.escapes) == 0 {
+			t.Errorf("no escape in %d calls: the harness would not catch a check-then-use race", res.attempts.Load())
+		}
+	})
+	t.Run("file", func(t *testing.T) {
+		tr := newRaceTree(t)
+		res := swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", fileSwapOps(t, tr, naiveFS{root: tr.W}), 200000, 10*time.Second, true)
+		t.Logf("%d calls until the first escape: %v", res.attempts.Load(), res.escapes)
+		if len(res.escapes) == 0 {
+			t.Errorf("no escape in %d calls: the harness would not catch a check-then-use race", res.attempts.Load())
+		}
+	})
 }
