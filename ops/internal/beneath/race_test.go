@@ -292,23 +292,33 @@ func checkRace(t *testing.T, res *raceResult, ops []raceOp) {
 }
 
 func TestSwapRaceDir(t *testing.T) {
-	tr := newRaceTree(t)
-	s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
-	if err != nil {
-		t.Fatal(err)
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "openat2", true: "walk"}[walk], func(t *testing.T) {
+			withoutOpenat2(t, walk)
+			tr := newRaceTree(t)
+			s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ops := dirSwapOps(t, tr, setRaceFS{s})
+			checkRace(t, swapRace(t, tr, tr.W+"/d", tr.W+"/d.alt", ops, 20000, 2*time.Second, false), ops)
+		})
 	}
-	defer s.Close()
-	ops := dirSwapOps(t, tr, setRaceFS{s})
-	checkRace(t, swapRace(t, tr, tr.W+"/d", tr.W+"/d.alt", ops, 20000, 2*time.Second, false), ops)
 }
 
 func TestSwapRaceFile(t *testing.T) {
-	tr := newRaceTree(t)
-	s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
-	if err != nil {
-		t.Fatal(err)
+	for _, walk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "openat2", true: "walk"}[walk], func(t *testing.T) {
+			withoutOpenat2(t, walk)
+			tr := newRaceTree(t)
+			s, err := beneath.Open([]beneath.Root{{Path: tr.W}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			ops := fileSwapOps(t, tr, setRaceFS{s})
+			checkRace(t, swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", ops, 20000, 2*time.Second, false), ops)
+		})
 	}
-	defer s.Close()
-	ops := fileSwapOps(t, tr, setRaceFS{s})
-	checkRace(t, swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", ops, 20000, 2*time.Second, false), ops)
 }

@@ -470,15 +470,22 @@ func cases() []tcase {
 func TestTable(t *testing.T) {
 	for _, tc := range cases() {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Run("beneath", func(t *testing.T) {
-				tr := newTree(t)
-				s, err := beneath.Open(tr.roots())
-				if err != nil {
-					t.Fatal(err)
+			for _, walk := range []bool{false, true} {
+				name := "beneath"
+				if walk {
+					name = "beneath-no-openat2"
 				}
-				defer s.Close()
-				check(t, tr, tc, setFS{s})
-			})
+				t.Run(name, func(t *testing.T) {
+					withoutOpenat2(t, walk)
+					tr := newTree(t)
+					s, err := beneath.Open(tr.roots())
+					if err != nil {
+						t.Fatal(err)
+					}
+					defer s.Close()
+					check(t, tr, tc, setFS{s})
+				})
+			}
 			t.Run("confine", func(t *testing.T) {
 				if tc.differs != "" {
 					t.Skip(tc.differs)
@@ -529,4 +536,14 @@ func check(t *testing.T, tr tree, tc tcase, f fsys) {
 		}
 		return nil
 	})
+}
+
+// withoutOpenat2 turns the openat2 shortcut off for t when off is set, so
+// the element-by-element walk is tested on every case too.
+func withoutOpenat2(t testing.TB, off bool) {
+	if !off {
+		return
+	}
+	old := beneath.NoOpenat2.Swap(true)
+	t.Cleanup(func() { beneath.NoOpenat2.Store(old) })
 }

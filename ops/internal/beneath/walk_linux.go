@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"path"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -143,6 +144,9 @@ func (w *walker) parent() (final, error) {
 		if len(w.comps) == 0 {
 			return final{dir: w.cur.fd, real: w.cur.real}, nil
 		}
+		if len(w.comps) > 2 && !w.cur.file && w.fast() {
+			continue
+		}
 		c := w.comps[0]
 		if w.cur.file && (c == "." || c == "..") {
 			w.pop()
@@ -188,6 +192,47 @@ func (w *walker) parent() (final, error) {
 		}
 		w.setCur(pos{fd: fd, own: true, real: real, file: st.Mode&unix.S_IFMT != unix.S_IFDIR})
 	}
+}
+
+// noOpenat2 is set once openat2 is found missing (Linux < 5.6, seccomp).
+var noOpenat2 atomic.Bool
+
+// fast walks every element but the last in one openat2 call that refuses
+// any link, "..", magic link or escape from the current directory, when
+// they are plain names inside one root. It reports whether it did; when it
+// did not (a link on the way, a missing element, no openat2), the walk goes
+// on element by element from where it was.
+func (w *walker) fast() bool {
+	if noOpenat2.Load() {
+		return false
+	}
+	mid := w.comps[:len(w.comps)-1]
+	for _, c := range mid {
+		if c == "." || c == ".." {
+			return false
+		}
+	}
+	real := path.Join(w.cur.real, path.Join(mid...))
+	for _, r := range w.s.roots {
+		if r.Path != w.cur.real && within(r.Path, w.cur.real) && within(real, r.Path) {
+			return false // a nested root on the way is entered through its fd
+		}
+	}
+	fd, err := unix.Openat2(w.cur.fd, path.Join(mid...), &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		if err == syscall.ENOSYS || err == syscall.EPERM {
+			noOpenat2.Store(true)
+		}
+		return false
+	}
+	for range mid {
+		w.pop()
+	}
+	w.setCur(pos{fd: fd, own: true, real: real})
+	return true
 }
 
 func (w *walker) stuck(c string, err error) error {

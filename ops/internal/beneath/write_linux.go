@@ -23,8 +23,11 @@ const keptBits = 0o7777
 // an existing file, an fsync, and is renamed onto the name. A new file gets
 // perm minus the umask. Where the directory is not writable (EACCES, EPERM,
 // EROFS) or the rename cannot work (EBUSY, EXDEV: a bind-mounted file), the
-// file is written in place instead.
+// file is written in place instead. A nil data writes an empty file.
 func (s *Set) WriteFileAtomic(name string, data io.Reader, perm fs.FileMode) error {
+	if data == nil {
+		data = eofReader{}
+	}
 	w, err := s.walk("open", name)
 	if err != nil {
 		return err
@@ -149,3 +152,7 @@ func randomHex() string {
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+type eofReader struct{}
+
+func (eofReader) Read([]byte) (int, error) { return 0, io.EOF }
