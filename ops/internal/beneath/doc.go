@@ -16,7 +16,10 @@
 // (their links are followed, so a link outside that leads into a root
 // works, as in sandbox.Confine), but only a location inside a root is ever
 // opened for use, listed or changed: what ends outside is refused. More
-// than 40 links is ELOOP. The final operation is done relative to the
+// than 40 links is ELOOP. Where the middle of a path is plain names inside
+// one root, a single openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
+// RESOLVE_NO_MAGICLINKS) call walks it; on any link (or without openat2)
+// the element walk takes over from the same place. The final operation is done relative to the
 // directory fd of the final element's parent with O_NOFOLLOW (or on the
 // element's own O_PATH fd), so the element cannot be swapped for a link
 // either; if it is, the link is followed (or not) by the same rules.
@@ -58,4 +61,18 @@
 // elsewhere every function returns errors.ErrUnsupported.
 //
 // A Set is safe for concurrent use; Close it after every call returned.
+//
+// The API:
+//
+//	Open(roots []Root) (*Set, error)            // roots resolved and opened; order = priority
+//	(*Set).Roots() []Root                        // with real paths
+//	(*Set).Close() error
+//	(*Set).OpenFile(name, flag, perm) (*os.File, error)   // os.OpenFile flags; follows a final link
+//	(*Set).Stat(name) / Lstat(name) (fs.FileInfo, error)  // Sys() is *syscall.Stat_t
+//	(*Set).ReadDir(name) ([]fs.DirEntry, error)  // sorted; entries stated through the dir fd
+//	(*Set).MkdirAll(name, perm) error
+//	(*Set).Remove(name) error                    // does not follow a final link
+//	(*Set).RealPath(name) (string, error)        // last element may be missing
+//	(*Set).Access(name, mode uint32) error       // access(2) bits, real user
+//	(*Set).WriteFileAtomic(name, io.Reader, perm) error   // ops.FS.WriteFile semantics
 package beneath

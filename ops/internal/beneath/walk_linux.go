@@ -267,14 +267,16 @@ func (w *walker) resolve(follow, write bool) (f final, ent int, st *unix.Stat_t,
 		if f.base == "" {
 			fd, err = unix.FcntlInt(uintptr(f.dir), unix.F_DUPFD_CLOEXEC, 0)
 			st = new(unix.Stat_t)
-			if err == nil {
+			if err != nil {
+				fd = -1
+			} else {
 				err = unix.Fstat(fd, st)
 			}
 		} else {
 			fd, st, err = lopen(f.dir, f.base)
 		}
 		if err != nil {
-			if fd > 0 {
+			if fd >= 0 {
 				unix.Close(fd)
 			}
 			if err == syscall.ENOENT && f.base != "" {
