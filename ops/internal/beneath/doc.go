@@ -17,9 +17,9 @@
 // works, as in sandbox.Confine), but only a location inside a root is ever
 // opened for use, listed or changed: what ends outside is refused. More
 // than 40 links is ELOOP. Where the middle of a path is plain names inside
-// one root, a single openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|
-// RESOLVE_NO_MAGICLINKS) call walks it; on any link (or without openat2)
-// the element walk takes over from the same place. The final operation is done relative to the
+// one root, a single openat2 call (RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS,
+// RESOLVE_NO_MAGICLINKS) walks it; on any link (or without openat2) the
+// element walk takes over from the same place. The final operation is done relative to the
 // directory fd of the final element's parent with O_NOFOLLOW (or on the
 // element's own O_PATH fd), so the element cannot be swapped for a link
 // either; if it is, the link is followed (or not) by the same rules.
@@ -37,10 +37,13 @@
 //   - A missing tail is judged by the deepest existing directory's real
 //     path with the missing names appended; then the operation fails as the
 //     kernel would (ENOENT, ENOTDIR), or creates the missing last element.
+//   - Names are cleaned lexically first (as sandbox.Confine does), so
+//     "/w/link/.." is "/w"; ".." inside link targets is resolved for real.
 //   - Lstat and Remove do not follow the last element: a link pointing
 //     outside can be inspected and removed. Everything else follows it; a
 //     write through a dangling link creates its target, which must be in a
-//     writable root.
+//     writable root. OpenFile with O_CREATE|O_EXCL never follows a final
+//     link (EEXIST, as the kernel), nor with O_NOFOLLOW (ELOOP).
 //   - Read-only roots refuse OpenFile with write flags, MkdirAll, Remove,
 //     WriteFileAtomic and Access with the write bit.
 //   - A single writable root "/" allows everything (the unconfined mode);
