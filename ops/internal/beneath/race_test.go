@@ -188,6 +188,22 @@ func fileSwapOps(t *testing.T, tr raceTree, f raceFS) []raceOp {
 	}
 }
 
+// relinkFile puts the link to the outside file back at B/w/d/f.alt when a
+// write renamed a file onto it (neither f.txt nor f.alt is a link).
+func (tr raceTree) relinkFile() error {
+	for _, p := range []string{tr.W + "/d/f.txt", tr.W + "/d/f.alt"} {
+		if fi, err := os.Lstat(p); err == nil && fi.Mode()&fs.ModeSymlink != 0 {
+			return nil
+		}
+	}
+	tmp := tr.W + "/d/f.relink"
+	os.Remove(tmp)
+	if err := os.Symlink(tr.O+"/f.txt", tmp); err != nil {
+		return err
+	}
+	return os.Rename(tmp, tr.W+"/d/f.alt")
+}
+
 func ino(t *testing.T, p string) uint64 {
 	t.Helper()
 	fi, err := os.Stat(p)
@@ -214,6 +230,12 @@ func leakIf(cond bool, what string) string {
 // iterations calls or budget, and returns what escaped. With stopEarly it
 // ends at the first escape. Afterwards B/o must be as it was.
 func swapRace(t *testing.T, tr raceTree, a, b string, ops []raceOp, iterations int, budget time.Duration, stopEarly bool) *raceResult {
+	return swapRaceRepair(t, tr, a, b, ops, iterations, budget, stopEarly, nil)
+}
+
+// swapRaceRepair is swapRace with repair called by the swapper before each
+// exchange (a call may have replaced the link by renaming onto it).
+func swapRaceRepair(t *testing.T, tr raceTree, a, b string, ops []raceOp, iterations int, budget time.Duration, stopEarly bool, repair func() error) *raceResult {
 	t.Helper()
 	before := tr.listing(t)
 	res := &raceResult{okBy: make([]atomic.Int64, len(ops))}
@@ -228,6 +250,12 @@ func swapRace(t *testing.T, tr raceTree, a, b string, ops []raceOp, iterations i
 	go func() {
 		defer close(done)
 		for !stop.Load() {
+			if repair != nil {
+				if err := repair(); err != nil {
+					escape("swapper: " + err.Error())
+					return
+				}
+			}
 			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
 				escape("swapper: " + err.Error())
 				return
@@ -318,7 +346,7 @@ func TestSwapRaceFile(t *testing.T) {
 			}
 			defer s.Close()
 			ops := fileSwapOps(t, tr, setRaceFS{s})
-			checkRace(t, swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", ops, 20000, 2*time.Second, false), ops)
+			checkRace(t, swapRaceRepair(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", ops, 20000, 2*time.Second, false, tr.relinkFile), ops)
 		})
 	}
 }

@@ -95,7 +95,7 @@ func TestSwapRaceCatchesCheckThenUse(t *testing.T) {
 	})
 	t.Run("file", func(t *testing.T) {
 		tr := newRaceTree(t)
-		res := swapRace(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", fileSwapOps(t, tr, naiveFS{root: tr.W}), 200000, 10*time.Second, true)
+		res := swapRaceRepair(t, tr, tr.W+"/d/f.txt", tr.W+"/d/f.alt", fileSwapOps(t, tr, naiveFS{root: tr.W}), 200000, 10*time.Second, true, tr.relinkFile)
 		t.Logf("%d calls until the first escape: %v", res.attempts.Load(), res.escapes)
 		if len(res.escapes) == 0 {
 			t.Errorf("no escape in %d calls: the harness would not catch a check-then-use race", res.attempts.Load())
