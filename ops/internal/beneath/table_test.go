@@ -467,45 +467,62 @@ func cases() []tcase {
 	}
 }
 
+// TestTable runs every case against the package (with and without the
+// openat2 shortcut) and against sandbox.Confine over the local backend.
+// Cases that only look share one tree per leg; the others get their own.
 func TestTable(t *testing.T) {
-	for _, tc := range cases() {
-		t.Run(tc.name, func(t *testing.T) {
-			for _, walk := range []bool{false, true} {
-				name := "beneath"
-				if walk {
-					name = "beneath-no-openat2"
-				}
-				t.Run(name, func(t *testing.T) {
-					withoutOpenat2(t, walk)
-					tr := newTree(t)
-					s, err := beneath.Open(tr.roots())
-					if err != nil {
-						t.Fatal(err)
+	openSet := func(t *testing.T, tr tree) fsys {
+		s, err := beneath.Open(tr.roots())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return setFS{s}
+	}
+	legs := []struct {
+		name    string
+		noFast  bool
+		confine bool
+		open    func(t *testing.T, tr tree) fsys
+	}{
+		{"beneath", false, false, openSet},
+		{"beneath-no-openat2", true, false, openSet},
+		{"confine", false, true, func(t *testing.T, tr tree) fsys {
+			lb, err := local.New(context.Background(), local.Config{WorkDir: tr.W, NoShim: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var rs []sandbox.Root
+			for _, r := range tr.roots() {
+				rs = append(rs, sandbox.Root{Path: r.Path, ReadOnly: r.ReadOnly})
+			}
+			cb, err := sandbox.Confine(context.Background(), lb, rs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cb.Close() })
+			return confineFS{cb}
+		}},
+	}
+	for _, leg := range legs {
+		t.Run(leg.name, func(t *testing.T) {
+			withoutOpenat2(t, leg.noFast)
+			shared := newTree(t)
+			sharedFS := leg.open(t, shared)
+			for _, tc := range cases() {
+				t.Run(tc.name, func(t *testing.T) {
+					if leg.confine && tc.differs != "" {
+						t.Skip(tc.differs)
 					}
-					defer s.Close()
-					check(t, tr, tc, setFS{s})
+					switch tc.op {
+					case "read", "stat", "lstat", "readdir", "realpath", "access-r", "access-w":
+						check(t, shared, tc, sharedFS)
+					default:
+						tr := newTree(t)
+						check(t, tr, tc, leg.open(t, tr))
+					}
 				})
 			}
-			t.Run("confine", func(t *testing.T) {
-				if tc.differs != "" {
-					t.Skip(tc.differs)
-				}
-				tr := newTree(t)
-				lb, err := local.New(context.Background(), local.Config{WorkDir: tr.W, NoShim: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				var rs []sandbox.Root
-				for _, r := range tr.roots() {
-					rs = append(rs, sandbox.Root{Path: r.Path, ReadOnly: r.ReadOnly})
-				}
-				cb, err := sandbox.Confine(context.Background(), lb, rs)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer cb.Close()
-				check(t, tr, tc, confineFS{cb})
-			})
 		})
 	}
 }
