@@ -134,7 +134,9 @@ func errnoOf(err error) error {
 
 // RealPath returns where name leads, links followed. The last element may
 // be missing (a dangling final link leads to its target's location); a
-// missing parent is ENOENT.
+// missing parent is ENOENT. The result is a path: using it later is a check
+// then a use again, so do file work with the other methods (give them the
+// name, not the real path).
 func (s *Set) RealPath(name string) (string, error) {
 	w, err := s.walk("realpath", name)
 	if err != nil {
