@@ -17,7 +17,7 @@ type Root struct {
 // errors.Is(err, fs.ErrPermission).
 type OutsideError struct {
 	Path     string // the path as the caller gave it
-	Resolved string // where it leads (lexically, for the part outside every root)
+	Resolved string // where it leads (a missing tail appended lexically)
 	Write    bool   // a write was refused under a read-only root
 }
 
