@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"time"
 )
 
 // GrepQuery is a content search with ripgrep semantics: .gitignore files are
@@ -137,3 +138,26 @@ type ReplaceFS interface {
 
 // ErrConflict marks a ReplaceFile whose file changed since it was read.
 var ErrConflict = errors.New("ops: file changed since it was read")
+
+// Process is one process a command left running in the background, owned
+// by the sandbox until it ends or the sandbox closes.
+type Process struct {
+	PID     int       `json:"pid"`
+	Started time.Time `json:"started"`
+	State   string    `json:"state"`   // "running", "sleeping", "stopped", "zombie", ...
+	Command string    `json:"command"` // its command line, arguments space-separated
+	Group   int       `json:"group"`   // the pid of the shim that owns its tree
+	Log     string    `json:"log"`     // where its output goes (in the spill directory)
+}
+
+// ProcessLister is implemented by backends whose processes may outlive the
+// command that started them (capability "background").
+type ProcessLister interface {
+	Backend
+	Processes(ctx context.Context) ([]Process, error)
+}
+
+// ErrBackgroundLimit marks a command that left processes running while the
+// sandbox already owned its limit of background process groups; they were
+// killed.
+var ErrBackgroundLimit = errors.New("ops: too many background processes")

@@ -24,10 +24,11 @@ import (
 // start, the exec-per-operation scripts (fs.go, stream.go, run.go) serve.
 
 var (
-	_ ops.GrepFS    = (*Backend)(nil)
-	_ ops.FindFS    = (*Backend)(nil)
-	_ ops.ReplaceFS = (*Backend)(nil)
-	_ ops.Confiner  = (*Backend)(nil)
+	_ ops.GrepFS        = (*Backend)(nil)
+	_ ops.FindFS        = (*Backend)(nil)
+	_ ops.ReplaceFS     = (*Backend)(nil)
+	_ ops.Confiner      = (*Backend)(nil)
+	_ ops.ProcessLister = (*Backend)(nil)
 )
 
 // pausedPoll is how often a call waiting on a paused container looks again.
@@ -286,6 +287,15 @@ func (b *Backend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) er
 		return b.h.Find(ctx, q, fn)
 	}
 	return b.execFind(ctx, q, fn)
+}
+
+// Processes lists the background processes the helper owns; without the
+// helper there are none (they die with their command).
+func (b *Backend) Processes(ctx context.Context) ([]ops.Process, error) {
+	if b.h != nil {
+		return b.h.Processes(ctx)
+	}
+	return nil, nil
 }
 
 // ReplaceFile replaces under the helper's lock; the scripts cannot

@@ -16,7 +16,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func open(t *testing.T) ops.Backend {
+func open(t *testing.T) ops.Backend { return openWith(t, 0) }
+
+// openWith opens a helper over a pipe with at most maxBackground
+// background process groups (0: the default).
+func openWith(t *testing.T, maxBackground int) ops.Backend {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -28,7 +32,7 @@ func open(t *testing.T) ops.Backend {
 	b, err := helper.New(t.Context(), helper.Config{
 		Name:  "pipe",
 		Dial:  helper.ExecDial(exe, env),
-		Hello: proto.Hello{WorkDir: proto.Str(t.TempDir()), SpillDir: proto.Str(t.TempDir())},
+		Hello: proto.Hello{WorkDir: proto.Str(t.TempDir()), SpillDir: proto.Str(t.TempDir()), MaxBackground: maxBackground},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -162,8 +164,27 @@ func endError(cl *Client, e *proto.RunEnd, limit time.Duration) error {
 		return &ops.TimeoutError{Limit: limit, ShellExited: e.ShellExited, ShellExitCode: e.ShellExitCode, ShellRuntime: time.Duration(e.ShellRuntime)}
 	case "start":
 		return &ops.StartError{Err: e.Err.Err(cl.roots())}
+	case "limit":
+		return fmt.Errorf("%w: %s", ops.ErrBackgroundLimit, strings.TrimPrefix(e.Message, "local: ops: too many background processes: "))
 	case "canceled":
 		return cl.c.errorf("%w: %w", ops.ErrCanceled, errors.New("killed by the helper"))
 	}
 	return cl.c.errorf("%w: %s", ops.ErrExitUnknown, e.Message)
+}
+
+// Processes lists the background processes the helper owns.
+func (cl *Client) Processes(ctx context.Context) ([]ops.Process, error) {
+	s, err := cl.c.session(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var reply proto.PSReply
+	if err := s.callJSON(ctx, cl.c, proto.PathPS, struct{}{}, &reply); err != nil {
+		return nil, err
+	}
+	out := make([]ops.Process, 0, len(reply.Processes))
+	for _, p := range reply.Processes {
+		out = append(out, ops.Process{PID: p.PID, Started: time.Unix(0, p.Started), State: p.State, Command: string(p.Command), Group: p.Group, Log: string(p.Log)})
+	}
+	return out, nil
 }

@@ -19,12 +19,13 @@ import (
 )
 
 var (
-	_ ops.Backend     = (*Backend)(nil)
-	_ ops.LineCountFS = (*Backend)(nil)
-	_ ops.GrepFS      = (*Backend)(nil)
-	_ ops.FindFS      = (*Backend)(nil)
-	_ ops.ReplaceFS   = (*Backend)(nil)
-	_ ops.Confiner    = (*Backend)(nil)
+	_ ops.Backend       = (*Backend)(nil)
+	_ ops.LineCountFS   = (*Backend)(nil)
+	_ ops.GrepFS        = (*Backend)(nil)
+	_ ops.FindFS        = (*Backend)(nil)
+	_ ops.ReplaceFS     = (*Backend)(nil)
+	_ ops.Confiner      = (*Backend)(nil)
+	_ ops.ProcessLister = (*Backend)(nil)
 )
 
 // Config configures a local backend. The zero value is usable: the current
@@ -262,6 +263,14 @@ func (b *Backend) ReplaceFile(ctx context.Context, name string, old, data []byte
 		return r.ReplaceFile(ctx, name, old, data)
 	}
 	return ops.ErrUnsupported
+}
+
+// Processes lists the background processes the helper owns.
+func (b *Backend) Processes(ctx context.Context) ([]ops.Process, error) {
+	if p, ok := b.inner.(ops.ProcessLister); ok {
+		return p.Processes(ctx)
+	}
+	return nil, nil
 }
 
 // Confine confines in the helper; without it, ops.ErrUnsupported (the

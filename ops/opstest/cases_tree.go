@@ -3,6 +3,7 @@ package opstest
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func testOrphanHoldingStdout(t testing.TB, ctx context.Context, b ops.Backend) {
 	if err != nil || out != "done\n" {
 		t.Fatalf("Run = %q, %v; want done and exit 0", out, err)
 	}
-	requireDead(t, ctx, b, dir, 1)
+	requireLeftovers(t, ctx, b, dir, 1)
 }
 
 func testBackgroundKilledAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
@@ -90,7 +91,7 @@ func testBackgroundKilledAtExit(t testing.TB, ctx context.Context, b ops.Backend
 	if err != nil || out != "done\n" {
 		t.Fatalf("Run = %q, %v", out, err)
 	}
-	requireDead(t, ctx, b, dir, 1)
+	requireLeftovers(t, ctx, b, dir, 1)
 }
 
 func testSetsidAtExit(t testing.TB, ctx context.Context, b ops.Backend) {
@@ -102,7 +103,42 @@ until [ -f pids ] && [ $(wc -l < pids) -ge 2 ]; do sleep 0.01; done; echo done`)
 	if err != nil || out != "done\n" {
 		t.Fatalf("Run = %q, %v", out, err)
 	}
-	requireDead(t, ctx, b, dir, 2)
+	requireLeftovers(t, ctx, b, dir, 2)
+}
+
+// requireLeftovers checks what became of the n processes a command that
+// exited normally left running (recorded in dir/pids): a backend with the
+// "background" capability keeps them (owned by the sandbox until they end
+// or it closes); any other kills them with the command.
+func requireLeftovers(t testing.TB, ctx context.Context, b ops.Backend, dir string, n int) {
+	t.Helper()
+	if !b.Info().Has("background") {
+		requireDead(t, ctx, b, dir, n)
+		return
+	}
+	pids := strings.Fields(sh(t, ctx, b, dir, "cat pids"))
+	alive := strings.Fields(sh(t, ctx, b, dir, aliveScript))
+	if len(pids) != n || len(alive) != n {
+		t.Fatalf("background processes %v alive of %v, want all %d kept", alive, pids, n)
+	}
+	if pl, ok := b.(ops.ProcessLister); ok {
+		ps, err := pl.Processes(ctx)
+		if err != nil {
+			t.Fatalf("Processes: %v", err)
+		}
+		listed := map[string]bool{}
+		for _, p := range ps {
+			listed[strconv.Itoa(p.PID)] = true
+		}
+		for _, p := range pids {
+			if !listed[p] {
+				t.Errorf("Processes = %v, lacks pid %s", ps, p)
+			}
+		}
+	}
+	// Stopped through bash, as an agent would.
+	sh(t, ctx, b, dir, "kill -9 "+strings.Join(pids, " "))
+	requireDead(t, ctx, b, dir, n)
 }
 
 // aliveScript prints the pids listed in the file "pids" that are alive;

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -33,6 +34,10 @@ func runMain(args []string, stderr io.Writer) int {
 	pidfile := fs.String("pidfile", "", "write the shim's pid to `FILE`")
 	dir := fs.String("dir", "", "run the command in `DIR`")
 	grace := fs.Duration("grace", 100*time.Millisecond, "idle time after the command exits before the tree is killed")
+	detach := fs.String("detach", "", "when the command exits normally and leaves processes running, keep them: copy their output to `LOGFILE` and stay as their owner")
+	logCap := fs.Int64("log-cap", 1<<30, "cap of the --detach log in `BYTES`")
+	refuse := fs.Bool("refuse-detach", false, "when the command leaves processes running, kill them and say so (the sandbox owns its limit of background processes)")
+	lifeline := fs.Int("lifeline", -1, "a file descriptor whose end of input (its writer died) is a kill request")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -50,6 +55,7 @@ func runMain(args []string, stderr io.Writer) int {
 
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	lost := watchLifeline(*lifeline)
 	// A vanished reader must end in a sweep (the failed write on stdout
 	// says so), not in the shim's death with the tree left running. Notify,
 	// not Ignore: an ignored SIGPIPE would be inherited by the command.
@@ -110,11 +116,11 @@ func runMain(args []string, stderr io.Writer) int {
 	empty := make(chan struct{}) // closed when the shim has no child left
 	go reap(pid, statusCh, empty)
 
-	cp := &copier{activity: make(chan struct{}, 1)}
+	cp := &copier{activity: make(chan struct{}, 1), w: os.Stdout}
 	copyDone := make(chan error, 1)
-	go func() { copyDone <- cp.copy(os.Stdout, pr) }()
+	go func() { copyDone <- cp.copy(pr) }()
 
-	hangup := watchHangup(int(os.Stdout.Fd()))
+	hangup, stopWatch := watchHangup(int(os.Stdout.Fd()))
 
 	var (
 		status   syscall.WaitStatus
@@ -122,6 +128,7 @@ func runMain(args []string, stderr io.Writer) int {
 		graceT   *time.Timer
 		graceC   <-chan time.Time
 		copyOpen = true
+		normal   bool // the command exited and its output went quiet or closed
 	)
 loop:
 	for {
@@ -132,6 +139,7 @@ loop:
 			// out while orphans keep writing reports how the shell ended.
 			diag("exited %d", exitStatus(status))
 			if !copyOpen {
+				normal = true
 				break loop
 			}
 			graceT = time.NewTimer(*grace)
@@ -146,9 +154,12 @@ loop:
 				break loop
 			}
 			if exited {
+				normal = true
 				break loop
 			}
 		case <-sigs:
+			break loop
+		case <-lost:
 			break loop
 		case <-hangup: // the reader went away while the command was silent
 			break loop
@@ -157,8 +168,16 @@ loop:
 				graceT.Reset(*grace)
 				continue
 			}
+			normal = true
 			break loop
 		}
+	}
+	if normal && (*refuse || *detach != "") && hasChildren(empty) && len(descendants(os.Getpid())) > 0 {
+		if *detach != "" {
+			stopWatch()
+			return detachTree(diag, cp, pr, copyDone, copyOpen, empty, sigs, lost, *detach, *logCap, status, *pidfile)
+		}
+		diag("detach refused")
 	}
 	// No child at all means no descendant (orphans are re-parented to the
 	// subreaper), so the /proc walk — milliseconds on a busy host — is
@@ -188,12 +207,19 @@ loop:
 // watchHangup reports when the reader of fd (the shim's stdout) has gone
 // away — a dropped ssh connection, a killed docker exec — even while the
 // command writes nothing: poll with no requested events reports only
-// POLLERR, POLLHUP and POLLNVAL. The goroutine blocks in poll for the
-// shim's life.
-func watchHangup(fd int) <-chan struct{} {
+// POLLERR, POLLHUP and POLLNVAL. stop ends the watch (and releases the
+// reference the blocked poll holds on fd's file, so a later close of fd
+// really closes it).
+func watchHangup(fd int) (hung <-chan struct{}, stop func()) {
 	ch := make(chan struct{})
+	var wake [2]int
+	if err := unix.Pipe2(wake[:], unix.O_CLOEXEC); err != nil {
+		wake = [2]int{-1, -1}
+	}
+	done := make(chan struct{})
 	go func() {
-		fds := []unix.PollFd{{Fd: int32(fd)}}
+		defer close(done)
+		fds := []unix.PollFd{{Fd: int32(fd)}, {Fd: int32(wake[0]), Events: unix.POLLIN}}
 		for {
 			n, err := unix.Poll(fds, -1)
 			if errors.Is(err, syscall.EINTR) {
@@ -202,13 +228,23 @@ func watchHangup(fd int) <-chan struct{} {
 			if err != nil {
 				return // no way to watch: rely on the failed write
 			}
+			if n > 0 && fds[1].Revents != 0 {
+				return
+			}
 			if n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0 {
 				close(ch)
 				return
 			}
 		}
 	}()
-	return ch
+	return ch, func() {
+		if wake[1] >= 0 {
+			unix.Write(wake[1], []byte{0})
+			<-done
+			unix.Close(wake[0])
+			unix.Close(wake[1])
+		}
+	}
 }
 
 // exitStatus is the shell convention: the exit code, or 128+n for signal n.
@@ -238,21 +274,26 @@ func reap(pid int, statusCh chan<- syscall.WaitStatus, empty chan<- struct{}) {
 	}
 }
 
-// copier copies the command's pipe to the shim's stdout.
+// copier copies the command's pipe to the shim's stdout, or after a
+// detach to the log.
 type copier struct {
 	activity chan struct{} // a ping per chunk (coalesced)
 	busy     atomic.Bool   // a write to stdout is in progress
+	mu       sync.Mutex    // held by a write; a detach swaps w under it
+	w        io.Writer
 }
 
-// copy copies r to w. A write error is returned (the reader is gone); end
+// copy copies r to c.w. A write error is returned (the reader is gone); end
 // of input or a closed r is nil.
-func (c *copier) copy(w io.Writer, r *os.File) error {
+func (c *copier) copy(r *os.File) error {
 	buf := make([]byte, 64<<10)
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
 			c.busy.Store(true)
-			_, err := w.Write(buf[:n])
+			c.mu.Lock()
+			_, err := c.w.Write(buf[:n])
+			c.mu.Unlock()
 			c.busy.Store(false)
 			if err != nil {
 				return err

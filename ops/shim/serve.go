@@ -140,6 +140,7 @@ func (s *server) mux() http.Handler {
 	m.HandleFunc("POST "+proto.PathSearch, s.handleSearch)
 	m.HandleFunc("POST "+proto.PathRun, s.handleRun)
 	m.HandleFunc("POST "+proto.PathKill, s.handleKill)
+	m.HandleFunc("POST "+proto.PathPS, s.handlePS)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.active.Add(1)
 		defer s.active.Done()
@@ -173,6 +174,9 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		Shell:    string(h.Shell),
 		Env:      env,
 		ShimPath: exe,
+		// The helper owns what commands leave running, until it exits.
+		Background:    true,
+		MaxBackground: h.MaxBackground,
 	})
 	if err != nil {
 		replyErr(w, err)

@@ -1,14 +1,24 @@
 package shim
 
 import (
-	"fmt"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"sort"
+	"syscall"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/beneath"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 )
 
 // rootSet is a registered set of confinement roots and the file system
-// confined to them.
+// confined to them: every path is resolved beneath the roots' directory
+// descriptors and used in the same step (package beneath), so a symbolic
+// link swapped between a check and the use cannot lead outside.
 type rootSet struct {
 	roots []ops.Root
 	fs    ops.FS
@@ -16,5 +26,204 @@ type rootSet struct {
 }
 
 func openRootSet(b *native.Backend, roots []ops.Root) (*rootSet, error) {
-	return nil, fmt.Errorf("shim: roots: %w", ops.ErrUnsupported)
+	// Read-only roots first: one nested in a writable root (a read-only
+	// directory inside the workdir) decides for what lies in it.
+	rs := make([]beneath.Root, 0, len(roots))
+	for _, r := range roots {
+		rs = append(rs, beneath.Root{Path: r.Path, ReadOnly: r.ReadOnly})
+	}
+	sort.SliceStable(rs, func(i, j int) bool { return rs[i].ReadOnly && !rs[j].ReadOnly })
+	set, err := beneath.Open(rs)
+	if err != nil {
+		return nil, mapBeneath(err)
+	}
+	// The roots as the client gave them (in its order), resolved.
+	resolved := make([]ops.Root, 0, len(roots))
+	for _, r := range roots {
+		p, err := set.RealPath(r.Path)
+		if err != nil {
+			p = r.Path
+		}
+		resolved = append(resolved, ops.Root{Path: p, ReadOnly: r.ReadOnly})
+	}
+	return &rootSet{roots: resolved, fs: &confinedFS{set: set, b: b}, close: func() { set.Close() }}, nil
+}
+
+// mapBeneath turns the package's errors into the ops vocabulary: errno
+// codes, and refusals as *ops.OutsideRootError (the client fills in the
+// roots).
+func mapBeneath(err error) error {
+	if err == nil {
+		return nil
+	}
+	var oe *beneath.OutsideError
+	if errors.As(err, &oe) {
+		return &fs.PathError{Op: "confine", Path: oe.Path, Err: &ops.OutsideRootError{Path: oe.Path, Resolved: oe.Resolved, Write: oe.Write}}
+	}
+	var pe *fs.PathError
+	var se syscall.Errno
+	if errors.As(err, &pe) && errors.As(err, &se) {
+		code := ops.FromSyscall(se)
+		if code == "" {
+			code = ops.EIO
+		}
+		return ops.PathError(pe.Op, pe.Path, code)
+	}
+	return err
+}
+
+// confinedFS is ops.FS over a beneath.Set, with the native backend's
+// semantics (Node's op names, atomic writes, EISDIR on reading a
+// directory).
+type confinedFS struct {
+	set *beneath.Set
+	b   *native.Backend
+}
+
+var _ ops.FS = (*confinedFS)(nil)
+
+func (c *confinedFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	f, err := c.set.OpenFile(name, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, mapBeneath(err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, mapBeneath(&fs.PathError{Op: "open", Path: name, Err: err})
+	}
+	if fi.IsDir() {
+		f.Close()
+		return nil, ops.PathError("read", name, ops.EISDIR)
+	}
+	return &osReader{f: f, name: name}, nil
+}
+
+type osReader struct {
+	f    *os.File
+	name string
+}
+
+func (r *osReader) Read(p []byte) (int, error) {
+	n, err := r.f.Read(p)
+	if err != nil && err != io.EOF {
+		err = mapBeneath(&fs.PathError{Op: "read", Path: r.name, Err: unwrapErrno(err)})
+	}
+	return n, err
+}
+
+func (r *osReader) Close() error { return r.f.Close() }
+
+func unwrapErrno(err error) error {
+	var se syscall.Errno
+	if errors.As(err, &se) {
+		return se
+	}
+	return err
+}
+
+func (c *confinedFS) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	flag &= os.O_CREATE | os.O_EXCL | os.O_TRUNC | os.O_APPEND
+	f, err := c.set.OpenFile(name, flag|os.O_WRONLY, perm)
+	if err != nil {
+		return nil, mapBeneath(err)
+	}
+	return &osWriter{f: f, name: name}, nil
+}
+
+type osWriter struct {
+	f    *os.File
+	name string
+}
+
+func (w *osWriter) Write(p []byte) (int, error) {
+	n, err := w.f.Write(p)
+	if err != nil {
+		err = mapBeneath(&fs.PathError{Op: "write", Path: w.name, Err: unwrapErrno(err)})
+	}
+	return n, err
+}
+
+func (w *osWriter) Close() error {
+	serr := w.f.Sync()
+	cerr := w.f.Close()
+	if errors.Is(cerr, os.ErrClosed) {
+		return nil
+	}
+	if serr != nil && !errors.Is(serr, os.ErrClosed) {
+		return mapBeneath(&fs.PathError{Op: "fsync", Path: w.name, Err: unwrapErrno(serr)})
+	}
+	if cerr != nil {
+		return mapBeneath(&fs.PathError{Op: "close", Path: w.name, Err: unwrapErrno(cerr)})
+	}
+	return nil
+}
+
+func (c *confinedFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fi, err := c.set.Stat(name)
+	return fi, mapBeneath(err)
+}
+
+func (c *confinedFS) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fi, err := c.set.Lstat(name)
+	return fi, mapBeneath(err)
+}
+
+func (c *confinedFS) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	es, err := c.set.ReadDir(name)
+	return es, mapBeneath(err)
+}
+
+func (c *confinedFS) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if fi, err := c.set.Stat(name); err == nil && fi.IsDir() {
+		return ops.PathError("open", name, ops.EISDIR)
+	}
+	return mapBeneath(c.set.WriteFileAtomic(name, bytes.NewReader(data), perm))
+}
+
+func (c *confinedFS) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapBeneath(c.set.MkdirAll(name, perm))
+}
+
+func (c *confinedFS) RealPath(ctx context.Context, name string) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
+	p, err := c.set.RealPath(name)
+	return p, mapBeneath(err)
+}
+
+func (c *confinedFS) Access(ctx context.Context, name string, mode ops.AccessMode) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapBeneath(c.set.Access(name, uint32(mode)))
+}
+
+func (c *confinedFS) Remove(ctx context.Context, name string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return mapBeneath(c.set.Remove(name))
 }

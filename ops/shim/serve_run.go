@@ -90,6 +90,23 @@ func (s *server) handleKill(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+func (s *server) handlePS(w http.ResponseWriter, r *http.Request) {
+	b := s.backend(w)
+	if b == nil {
+		return
+	}
+	ps, err := b.Processes(r.Context())
+	if err != nil {
+		replyErr(w, err)
+		return
+	}
+	reply := proto.PSReply{Processes: []proto.Process{}}
+	for _, p := range ps {
+		reply.Processes = append(reply.Processes, proto.Process{PID: p.PID, Started: p.Started.UnixNano(), State: p.State, Command: proto.Str(p.Command), Group: p.Group, Log: proto.Str(p.Log)})
+	}
+	writeJSON(w, reply)
+}
+
 // runEnd encodes Run's outcome.
 func runEnd(err error, oomBefore int64) proto.RunEnd {
 	var (
@@ -112,6 +129,8 @@ func runEnd(err error, oomBefore int64) proto.RunEnd {
 		return proto.RunEnd{Kind: "timeout", ShellExited: te.ShellExited, ShellExitCode: te.ShellExitCode, ShellRuntime: int64(te.ShellRuntime)}
 	case errors.Is(err, ops.ErrCanceled):
 		return proto.RunEnd{Kind: "canceled"}
+	case errors.Is(err, ops.ErrBackgroundLimit):
+		return proto.RunEnd{Kind: "limit", Message: err.Error()}
 	}
 	return proto.RunEnd{Kind: "unknown", Message: err.Error()}
 }

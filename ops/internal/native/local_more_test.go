@@ -41,12 +41,12 @@ func open(t *testing.T, cfg native.Config) *native.Backend {
 }
 
 func TestInfoShimAndLimits(t *testing.T) {
-	b := open(t, native.Config{})
-	if i := b.Info(); !i.Has("shim") || len(i.Limits) != 0 || i.Backend != "local" {
+	b := open(t, native.Config{Background: true})
+	if i := b.Info(); !i.Has("shim") || !i.Has("background") || len(i.Limits) != 0 || i.Backend != "local" {
 		t.Errorf("with the shim: %+v", i)
 	}
-	b = open(t, native.Config{NoShim: true})
-	if i := b.Info(); i.Has("shim") || len(i.Limits) != 1 || !strings.Contains(i.Limits[0], "setsid") {
+	b = open(t, native.Config{NoShim: true, Background: true})
+	if i := b.Info(); i.Has("shim") || i.Has("background") || len(i.Limits) != 2 || !strings.Contains(i.Limits[0], "setsid") || !strings.Contains(i.Limits[1], "die when it ends") {
 		t.Errorf("without the shim: %+v", i)
 	}
 }

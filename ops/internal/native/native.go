@@ -48,6 +48,17 @@ type Config struct {
 
 	// NoShim disables the shim: commands are killed by process group only.
 	NoShim bool
+
+	// Background keeps the processes a command leaves running when it exits
+	// normally (the shim stays as their owner, their output goes to a log
+	// in the spill directory) until they end or Close kills them; it needs
+	// the shim. Zero: they die with the command. A timeout or cancel kills
+	// the whole tree either way.
+	Background bool
+	// MaxBackground bounds the background process groups (zero:
+	// DefaultMaxBackground); a command that would leave one more gets
+	// ops.ErrBackgroundLimit and its leftovers are killed.
+	MaxBackground int
 }
 
 // Backend is the local ops backend. It is safe for concurrent use.
@@ -58,6 +69,7 @@ type Backend struct {
 	shim      string // "" when commands run without the shim
 	umask     os.FileMode
 	ownsSpill bool
+	bg        *background // nil without Config.Background
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -132,6 +144,14 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if home == "" {
 		home = "/"
 	}
+	if cfg.Background && b.shim != "" {
+		if b.bg, err = newBackground(cfg.MaxBackground, spill); err != nil {
+			return nil, fmt.Errorf("local: background: %w", err)
+		}
+		caps = append(caps, "background")
+	} else {
+		limits = append(limits, "processes a command leaves running die when it ends")
+	}
 	b.info = ops.Info{
 		Backend:      "local",
 		WorkDir:      wd,
@@ -161,6 +181,9 @@ func (b *Backend) Info() ops.Info {
 // twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		if b.bg != nil {
+			b.bg.close()
+		}
 		if b.ownsSpill {
 			if err := os.RemoveAll(b.info.SpillDir); err != nil && !errors.Is(err, os.ErrNotExist) {
 				b.closeErr = fmt.Errorf("local: remove spill directory: %w", err)

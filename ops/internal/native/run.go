@@ -54,8 +54,24 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 		dir = b.info.WorkDir
 	}
 	var cmd *exec.Cmd
+	logPath := ""
 	if shimPath != "" {
-		cmd = exec.Command(shimPath, "__shim", "run", "--", b.shell, "-c", c.Command)
+		args := []string{"__shim", "run"}
+		if b.bg != nil {
+			// Processes left running are kept (the shim detaches) unless
+			// the sandbox owns its limit of them already.
+			if b.bg.full() {
+				args = append(args, "--refuse-detach")
+			} else {
+				logPath = b.bg.logPath()
+				args = append(args, "--detach", logPath)
+			}
+			args = append(args, "--lifeline", "3")
+		}
+		cmd = exec.Command(shimPath, append(args, "--", b.shell, "-c", c.Command)...)
+		if b.bg != nil {
+			cmd.ExtraFiles = []*os.File{b.bg.lifeline}
+		}
 	} else {
 		cmd = exec.Command(b.shell, "-c", c.Command)
 	}
@@ -120,11 +136,14 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 		timeoutC = t.C
 	}
 	var shellExitC <-chan shellExit
+	var detachedC <-chan struct{}
 	if diag != nil {
 		shellExitC = diag.exits
+		detachedC = diag.detached
 	}
 	var (
 		reason      stopReason
+		detached    bool
 		exited      bool
 		waitErr     error
 		runtimeDur  time.Duration
@@ -145,6 +164,13 @@ loop:
 		case e := <-shellExitC:
 			e.runtime = e.at.Sub(start)
 			shellEnd, shellExitC = &e, nil
+		case <-detachedC:
+			// The command exited and left processes the shim now owns: the
+			// call is over once the output pipe closes (the shim closed it).
+			detached, detachedC = true, nil
+			if readDoneSel == nil {
+				break loop
+			}
 		case waitErr = <-waitCh:
 			exited, runtimeDur = true, time.Since(start)
 			waitCh = nil
@@ -163,7 +189,7 @@ loop:
 			break loop
 		case <-readDoneSel:
 			readDoneSel = nil
-			if exited {
+			if exited || detached {
 				break loop
 			}
 		case <-graceC:
@@ -175,10 +201,20 @@ loop:
 		}
 	}
 
+	if detached && reason == stopNone {
+		pm.drain(drainWait, drainLimit)
+		diag.wait()
+		b.bg.adopt(cmd, c.Command, logPath, waitCh)
+		if shellEnd == nil {
+			return fmt.Errorf("local: %w: the shim detached without the command's status", ops.ErrExitUnknown)
+		}
+		return codeError(shellEnd.code)
+	}
 	if !exited {
 		stop(cmd, pgid, waitCh, shimPath != "")
 	}
-	// The final group kill, always: background processes die with the call.
+	// The final group kill, always: without the background registry, what
+	// the command left running dies with the call.
 	killGroup(pgid)
 	pm.drain(drainWait, drainLimit)
 	if diag != nil {
@@ -203,6 +239,9 @@ loop:
 	}
 	if pm.err != nil {
 		return fmt.Errorf("local: output: %w", pm.err)
+	}
+	if diag != nil && diag.refused.Load() {
+		return fmt.Errorf("local: %w: the sandbox owns %d background process groups already; the processes this command left running were killed (list them with `ps`, stop one with `kill PID`)", ops.ErrBackgroundLimit, b.bg.max)
 	}
 	return exitError(waitErr)
 }
@@ -242,6 +281,18 @@ func startError(dir, shell string, err error) error {
 		return &ops.StartError{Err: mapErr("exec", shell, se)}
 	}
 	return &ops.StartError{Err: fmt.Errorf("local: start: %w", err)}
+}
+
+// codeError is the result for a shell status as the shim reports it: 128+n
+// is read as a death by signal n (as a shell reports it).
+func codeError(code int) error {
+	switch {
+	case code == 0:
+		return nil
+	case code > 128 && code <= 128+64:
+		return &ops.ExitError{Code: code, Signal: code - 128}
+	}
+	return &ops.ExitError{Code: code}
 }
 
 func exitCode(err error) int {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -21,6 +22,8 @@ type shellExit struct {
 type shimDiag struct {
 	r, w     *os.File
 	exits    chan shellExit
+	detached chan struct{} // closed when the shim detached
+	refused  atomic.Bool   // the shim killed leftovers: the background limit
 	done     chan struct{}
 	startErr error // set before done is closed
 }
@@ -30,7 +33,7 @@ func newShimDiag() (*shimDiag, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &shimDiag{r: r, w: w, exits: make(chan shellExit, 1), done: make(chan struct{})}, nil
+	return &shimDiag{r: r, w: w, exits: make(chan shellExit, 1), detached: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // started closes the parent's write end and starts reading.
@@ -55,6 +58,14 @@ func (d *shimDiag) read() {
 				default:
 				}
 			}
+			continue
+		}
+		if strings.HasPrefix(line, "detached ") {
+			close(d.detached)
+			continue
+		}
+		if line == "detach refused" {
+			d.refused.Store(true)
 			continue
 		}
 		// "start: OP PATH: CODE"

@@ -25,6 +25,7 @@ const (
 	PathEdit   = "/v1/edit"   // EditRequest → empty: compare and replace under a per-file lock
 	PathSearch = "/v1/search" // SearchRequest → JSON lines of SearchLine, the last one Done
 	PathRun    = "/v1/run"    // RunRequest → frames (see WriteFrame)
+	PathPS     = "/v1/ps"     // empty → PSReply: the background processes
 	PathKill   = "/v1/kill"   // KillRequest → empty: stop a run's tree; its reply still ends with an end frame
 )
 
@@ -43,6 +44,9 @@ type Hello struct {
 	SpillDir Str   `json:"spillDir"`
 	Shell    Str   `json:"shell,omitempty"` // empty: bash when present, else sh
 	Env      []Str `json:"env,omitempty"`   // added to the helper's own environment
+	// MaxBackground bounds the background process groups (0: the
+	// helper's default).
+	MaxBackground int `json:"maxBackground,omitempty"`
 }
 
 // HelloReply describes the target and the helper.
@@ -197,6 +201,21 @@ type RunRequest struct {
 	Env     []Str  `json:"env,omitempty"`
 	Timeout int64  `json:"timeoutNs,omitempty"`
 	Roots   int    `json:"roots,omitempty"`
+}
+
+// PSReply lists the background processes.
+type PSReply struct {
+	Processes []Process `json:"processes"`
+}
+
+// Process is an ops.Process with byte-exact strings.
+type Process struct {
+	PID     int    `json:"pid"`
+	Started int64  `json:"started"` // Unix nanoseconds
+	State   string `json:"state"`
+	Command Str    `json:"command"`
+	Group   int    `json:"group"`
+	Log     Str    `json:"log"`
 }
 
 // KillRequest stops a run as a cancel would, while its reply stream stays
