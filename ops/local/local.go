@@ -18,8 +18,9 @@ import (
 )
 
 var (
-	_ ops.Backend     = (*Backend)(nil)
-	_ ops.LineCountFS = (*Backend)(nil)
+	_ ops.Backend       = (*Backend)(nil)
+	_ ops.LineCountFS   = (*Backend)(nil)
+	_ ops.HostEnvRunner = (*Backend)(nil)
 )
 
 // Config configures a local backend. The zero value is usable: the current
