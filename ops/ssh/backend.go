@@ -14,6 +14,7 @@ import (
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 // Backend runs tools on a remote host over SSH: files through SFTP, commands
@@ -210,22 +211,7 @@ func goOSArch(uname string) (goos, goarch string) {
 	if len(f) != 2 {
 		return "", ""
 	}
-	goos = strings.ToLower(f[0])
-	switch f[1] {
-	case "x86_64", "amd64":
-		goarch = "amd64"
-	case "aarch64", "arm64":
-		goarch = "arm64"
-	case "i386", "i686":
-		goarch = "386"
-	case "riscv64":
-		goarch = "riscv64"
-	case "ppc64le", "s390x":
-		goarch = f[1]
-	default:
-		goarch = f[1]
-	}
-	return goos, goarch
+	return target.GOOS(f[0]), target.GOARCH(f[1])
 }
 
 func atoiOr(s string, d int) int {
