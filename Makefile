@@ -52,7 +52,7 @@ faults: build
 	CGO_ENABLED=0 $(GO) build -trimpath -o bin/pibench ./bench/cmd/pibench
 	bin/pibench faults -bin $(BIN) -trials $(FAULT_TRIALS) $(FAULTFLAGS)
 	PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) FAULT_TRIALS=$(FAULT_TRIALS) $(GO) test -tags faults -run TestDockerTimeoutTrials -count=1 -v -timeout 30m ./integration/ 2>&1 | tee bench/faults-docker-trials.txt
-	@! grep -q '^FAIL' bench/faults-docker-trials.txt
+	@bin/pibench verdict
 
 # The main job: replay examples/stats/demo.jsonl (an agent finding and fixing a bug) with
 # `pi-sandbox run` on the local backend, in a temporary copy, then check its tests pass.
