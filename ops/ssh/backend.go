@@ -13,6 +13,7 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
@@ -107,7 +108,7 @@ fi`
 
 func (b *Backend) probe(ctx context.Context) error {
 	sh, shimErr := b.hostShim()
-	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript)+" probe "+shQuote(sh.name))
+	out, err := b.runShort(ctx, "exec /bin/sh -c "+shquote.Quote(probeScript)+" probe "+shquote.Quote(sh.name))
 	if err != nil {
 		return fmt.Errorf("sshops: probe: %w", err)
 	}
@@ -199,7 +200,7 @@ func (b *Backend) removeSpill() error {
 	if err := b.do(ctx, func(sc *sftp.Client, c *conn) error { return sc.RemoveAll(b.info.SpillDir) }); err == nil {
 		return nil
 	}
-	out, err := b.runShort(ctx, "rm -rf -- "+shQuote(b.info.SpillDir))
+	out, err := b.runShort(ctx, "rm -rf -- "+shquote.Quote(b.info.SpillDir))
 	if err != nil {
 		return fmt.Errorf("sshops: remove spill directory: %w (%s)", err, bytes.TrimSpace(out))
 	}
