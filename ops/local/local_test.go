@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
@@ -17,7 +18,7 @@ func init() {
 
 func TestMain(m *testing.M) {
 	shim.Dispatch() // the backend re-executes this test binary as its shim
-	os.Exit(m.Run())
+	os.Exit(testenv.RunInTempDir(m))
 }
 
 func TestConformance(t *testing.T) {

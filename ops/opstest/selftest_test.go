@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/search"
@@ -29,7 +30,7 @@ func init() {
 
 func TestMain(m *testing.M) {
 	shim.Dispatch()
-	os.Exit(m.Run())
+	os.Exit(testenv.RunInTempDir(m))
 }
 
 // recorder is a testing.TB that records failures instead of reporting
