@@ -4,17 +4,16 @@
 // content tag plus :latest, so a build runs only when its inputs changed.
 //
 // The list of images is a table: each recipe registers itself from its own
-// file (busybox.go, debian.go; the ssh tests add pi-sandbox/sshd the same
-// way), and [Builder.Ensure] builds what is missing, dependencies first.
+// file (busybox.go, debian.go, sshd.go), and [Builder.Ensure] builds what is
+// missing, dependencies first.
 //
-// A Debian-based image is one call; pi-sandbox/sshd, for example:
+// A Debian-based image is one call; pi-sandbox/sshd (sshd.go), for example:
 //
-//	pkgs := append(slices.Clone(images.DebianPackages), "openssh-server")
 //	images.Register(images.Image{
 //		Name: "pi-sandbox/sshd",
-//		Key:  func() ([]byte, error) { return images.DebianKey("sshd v1", pkgs) },
+//		Key:  func() ([]byte, error) { return images.DebianKey("sshd v1", images.SSHDPackages) },
 //		Build: func(ctx context.Context, b *images.Builder, ref string) error {
-//			return b.BuildDebian(ctx, ref, pkgs, `rm -f "$1"/etc/ssh/ssh_host_*`)
+//			return b.BuildDebian(ctx, ref, images.SSHDPackages, `rm -f "$1"/etc/ssh/ssh_host_*`)
 //		},
 //	})
 //

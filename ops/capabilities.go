@@ -63,6 +63,17 @@ type FindFS interface {
 	Find(ctx context.Context, q *FindQuery, fn func(rel string) error) error
 }
 
+// HostEnvRunner is implemented by backends whose commands start from the
+// host process's environment (the local backend), so that a policy can keep
+// host variables from them: on docker and ssh nothing of the host passes
+// unless a Cmd.Env entry carries it.
+type HostEnvRunner interface {
+	Runner
+	// RunBaseEnv is Run with base ("KEY=VALUE" entries) in place of the
+	// backend's base environment; cmd.Env is still added on top.
+	RunBaseEnv(ctx context.Context, cmd *Cmd, base []string) error
+}
+
 // LineCountFS is implemented by backends that can count lines in the target
 // without transferring the file.
 type LineCountFS interface {

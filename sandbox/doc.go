@@ -1,14 +1,16 @@
-// Package sandbox turns a configuration (a backend and a policy) into a ready
-// set of tools: it opens a backend, wraps it with path confinement, and
-// installs policy hooks into the loop. It is also the public Go API for
-// programs that embed pi-sandbox.
+// Package sandbox turns a backend and a configuration (confinement and a
+// policy) into a ready set of tools: it wraps the backend with the policy's
+// environment and path confinement, and installs policy hooks into the loop.
+// It is also the public Go API for programs that embed pi-sandbox.
 //
 // # Opening
 //
-// [Open] opens the backend a [Config] names (local, docker or ssh);
-// [OpenContainer] uses a running container as it is; [OpenSSHClient] an SSH
-// connection the program holds; [OpenBackend] any [ops.Backend]. The
-// [Sandbox] carries the tools and, through [Sandbox.LoopOptions] (or
+// [OpenBackend] makes a sandbox on any [ops.Backend] the program opened.
+// Package sandbox imports no backend; package
+// github.com/pi-sandbox/pi-sandbox/sandbox/open opens the built-in ones by
+// name (local, docker, ssh), a running container, or an SSH connection the
+// program holds. The [Sandbox] carries the confined backend and the tools
+// ([Sandbox.Backend], [Sandbox.Tools]) and, through [Sandbox.LoopOptions] (or
 // [Sandbox.NewLoop]), the policy hooks every loop over them should get.
 //
 // # Confinement

@@ -8,13 +8,13 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/crypto/ssh"
-
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 )
 
-// A local sandbox: the tools read through the confined backend.
+// A sandbox on a local backend the program opened: the tools read through
+// the confined backend. (Package sandbox/open opens backends by name.)
 func Example() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "example")
@@ -24,7 +24,11 @@ func Example() {
 	defer os.RemoveAll(dir)
 	os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the sandbox\n"), 0o644)
 
-	sb, err := sandbox.Open(ctx, sandbox.Config{WorkDir: dir})
+	lb, err := local.New(ctx, local.Config{WorkDir: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, lb, sandbox.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +64,11 @@ func ExamplePolicy() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	sb, err := sandbox.Open(ctx, sandbox.Config{WorkDir: dir, Policy: policy})
+	lb, err := local.New(ctx, local.Config{WorkDir: dir})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, lb, sandbox.Config{Policy: policy})
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -79,40 +87,4 @@ func ExamplePolicy() {
 	// Output:
 	// "Command blocked by policy: no recursive deletes"
 	// "key=[REDACTED]\n"
-}
-
-// A sandbox in a container that already runs (docker ps), used as it is.
-func ExampleOpenContainer() {
-	ctx := context.Background()
-	sb, err := sandbox.OpenContainer(ctx, "my-dev-container", sandbox.Config{
-		WorkDir: "/src",
-		Policy:  sandbox.Policy{Env: sandbox.EnvPolicy{Allow: []string{"GOFLAGS"}}},
-	})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer sb.Close()
-	l, err := sb.NewLoop()
-	if err != nil {
-		log.Fatal(err)
-	}
-	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "1", Name: "bash", Arguments: json.RawMessage(`{"command":"go test ./..."}`)}}, nil)
-	fmt.Println(b.Results[0].Result.Content[0].Text)
-}
-
-// A sandbox over an SSH connection the program already holds.
-func ExampleOpenSSHClient() {
-	ctx := context.Background()
-	var client *ssh.Client // from ssh.Dial, with a verified host key
-	sb, err := sandbox.OpenSSHClient(ctx, client, sandbox.Config{WorkDir: "/home/dev/project"})
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer sb.Close() // leaves client open
-	l, err := sb.NewLoop()
-	if err != nil {
-		log.Fatal(err)
-	}
-	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "1", Name: "ls", Arguments: json.RawMessage(`{}`)}}, nil)
-	fmt.Println(b.Results[0].Result.Content[0].Text)
 }

@@ -40,29 +40,24 @@ func (e EnvPolicy) setEnv() []string {
 	return out
 }
 
-// localBase is the local backend's base environment: nil (the host's)
-// while no allow list is set.
-func (e EnvPolicy) localBase() []string {
-	if e.Allow == nil {
-		return nil
+// withEnv wraps b so every command gets the policy's environment before its
+// own entries (which override it): the allowed host variables and the fixed
+// ones. A backend whose commands start from the host environment
+// ([ops.HostEnvRunner], the local backend) keeps it while Allow is nil (pi's
+// behaviour); once Allow is set its base becomes the allowed host variables
+// alone. The optional capabilities are kept.
+func withEnv(b ops.Backend, e EnvPolicy) ops.Backend {
+	host, set := e.hostEnv(os.Environ()), e.setEnv()
+	if hr, ok := b.(ops.HostEnvRunner); ok {
+		if e.Allow == nil {
+			if len(set) == 0 {
+				return b
+			}
+			return &envBackend{Backend: b, env: set}
+		}
+		return &envBackend{Backend: b, env: set, hr: hr, base: append([]string{}, host...)}
 	}
-	return append([]string{}, e.hostEnv(os.Environ())...)
-}
-
-// extraEnv is what every command gets on top of the backend's base: on
-// docker and ssh the allowed host variables and the fixed ones, on local
-// (whose base already holds the allowed host variables) the fixed ones.
-func (e EnvPolicy) extraEnv(local bool) []string {
-	var out []string
-	if !local {
-		out = e.hostEnv(os.Environ())
-	}
-	return append(out, e.setEnv()...)
-}
-
-// withEnv wraps b so every command gets env before its own entries (which
-// override it). The optional capabilities are kept.
-func withEnv(b ops.Backend, env []string) ops.Backend {
+	env := append(host, set...)
 	if len(env) == 0 {
 		return b
 	}
@@ -72,6 +67,10 @@ func withEnv(b ops.Backend, env []string) ops.Backend {
 type envBackend struct {
 	ops.Backend
 	env []string
+	// hr, when set, runs commands with base in place of the host
+	// environment.
+	hr   ops.HostEnvRunner
+	base []string
 }
 
 var (
@@ -83,6 +82,9 @@ var (
 func (e *envBackend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	c := *cmd
 	c.Env = append(append([]string{}, e.env...), cmd.Env...)
+	if e.hr != nil {
+		return e.hr.RunBaseEnv(ctx, &c, e.base)
+	}
 	return e.Backend.Run(ctx, &c)
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
 )
 
 // openPolicy opens a local sandbox in a fresh directory with p.
@@ -20,7 +22,11 @@ func openPolicy(t *testing.T, p Policy) (*Sandbox, *loop.Loop, string) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	sb, err := Open(ctx, Config{WorkDir: dir, Policy: p})
+	b, err := local.New(ctx, local.Config{WorkDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := OpenBackend(ctx, b, Config{Policy: p})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,19 +311,61 @@ func TestEnvAllowList(t *testing.T) {
 	}
 }
 
+// recRunner records the environment of the commands it runs; with host set
+// it is an ops.HostEnvRunner and records the base it was given too.
+type recRunner struct {
+	ops.Backend
+	env, base []string
+	baseSet   bool
+}
+
+func (r *recRunner) Run(_ context.Context, c *ops.Cmd) error { r.env = c.Env; return nil }
+
+type hostRunner struct{ recRunner }
+
+func (r *hostRunner) RunBaseEnv(_ context.Context, c *ops.Cmd, base []string) error {
+	r.env, r.base, r.baseSet = c.Env, base, true
+	return nil
+}
+
 func TestEnvRemoteBackends(t *testing.T) {
 	t.Setenv("PI_TEST_PASS", "passed")
 	t.Setenv("PI_TEST_HIDDEN", "hidden")
 	e := EnvPolicy{Allow: []string{"PI_TEST_PASS"}, Set: map[string]string{"A": "1"}}
-	got := strings.Join(e.extraEnv(false), " ")
-	if got != "PI_TEST_PASS=passed A=1" {
-		t.Errorf("remote extra env: %q", got)
+	ctx := context.Background()
+	cmd := &ops.Cmd{Command: "true", Env: []string{"B=2"}}
+
+	remote := &recRunner{}
+	if err := withEnv(remote, e).Run(ctx, cmd); err != nil {
+		t.Fatal(err)
 	}
-	if got := strings.Join(e.extraEnv(true), " "); got != "A=1" {
-		t.Errorf("local extra env: %q", got)
+	if got := strings.Join(remote.env, " "); got != "PI_TEST_PASS=passed A=1 B=2" {
+		t.Errorf("remote env: %q", got)
 	}
-	if (EnvPolicy{}).extraEnv(false) != nil {
-		t.Error("empty policy passes something to a remote backend")
+	if b := withEnv(remote, EnvPolicy{}); b != ops.Backend(remote) {
+		t.Error("an empty policy wraps a remote backend")
+	}
+
+	host := &hostRunner{}
+	if err := withEnv(host, e).Run(ctx, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(host.env, " "); !host.baseSet || got != "A=1 B=2" || strings.Join(host.base, " ") != "PI_TEST_PASS=passed" {
+		t.Errorf("host-env backend: base %q (set %v), env %q", host.base, host.baseSet, got)
+	}
+	host = &hostRunner{}
+	if err := withEnv(host, EnvPolicy{Allow: []string{}}).Run(ctx, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if !host.baseSet || len(host.base) != 0 {
+		t.Errorf("an empty allow list: base %q (set %v), want empty", host.base, host.baseSet)
+	}
+	host = &hostRunner{}
+	if err := withEnv(host, EnvPolicy{Set: map[string]string{"A": "1"}}).Run(ctx, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if host.baseSet || strings.Join(host.env, " ") != "A=1 B=2" {
+		t.Errorf("no allow list: the host base was replaced (%v) or env %q", host.baseSet, host.env)
 	}
 }
 
@@ -335,7 +383,7 @@ func TestPolicyFileAndFlags(t *testing.T) {
 	}
 	var cfg Config
 	fs := flag.NewFlagSet("x", flag.ContinueOnError)
-	cfg.RegisterFlags(fs)
+	cfg.Policy.RegisterFlags(fs)
 	err := fs.Parse([]string{"--deny-command", "rm", "--config", file, "--env", "HOME", "--env", "X=1", "--redact-regex", "sk-[a-z]+", "--audit-log", "/tmp/b.jsonl", "--deny-tool", "write"})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +414,7 @@ func TestPolicyFileAndFlags(t *testing.T) {
 	fs = flag.NewFlagSet("x", flag.ContinueOnError)
 	fs.SetOutput(new(strings.Builder))
 	cfg = Config{}
-	cfg.RegisterFlags(fs)
+	cfg.Policy.RegisterFlags(fs)
 	if err := fs.Parse([]string{"--deny-command-regex", "("}); err == nil {
 		t.Error("a bad regex flag was accepted")
 	}

@@ -26,13 +26,7 @@ const maxTimeoutMS = 2147483647
 // PI_SESSION_ID, PI_SESSION_FILE, PI_PROVIDER, PI_MODEL and
 // PI_REASONING_LEVEL from its session; pi-sandbox runs tools without a pi
 // session, so there is nothing to expose.
-var bashEnv = []string{
-	"PAGER=cat",
-	"GIT_PAGER=cat",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_EDITOR=true",
-	"DEBIAN_FRONTEND=noninteractive",
-}
+var bashEnv = ops.NonInteractiveEnv()
 
 var bashSchema = objectSchema(
 	stringParam("command", "Shell command to execute", true),

@@ -7,14 +7,14 @@ import (
 	"fmt"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
-	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 )
 
 // cmdFlags is a command's flag set: the backend flags every command shares
 // (DESIGN §8, parsed in this one place) plus the command's own.
 type cmdFlags struct {
 	*flag.FlagSet
-	cfg  sandbox.Config
+	cfg  open.Config
 	name string
 	io   stdio
 }
@@ -62,23 +62,18 @@ type session struct {
 
 // openSession opens the configured backend. Tests replace it to run the
 // commands on test tools without a backend.
-var openSession = func(ctx context.Context, cfg sandbox.Config) (*session, error) {
-	sb, err := sandbox.Open(ctx, cfg)
+var openSession = func(ctx context.Context, cfg open.Config) (*session, error) {
+	sb, err := open.Open(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{tools: sb.Tools, close: sb.Close}
-	// The sandbox layer's policy hooks (command rules, redaction, audit),
-	// picked up as soon as it offers them.
-	if p, ok := any(sb).(interface{ LoopOptions() []loop.Option }); ok {
-		s.opts = p.LoopOptions()
-	}
-	return s, nil
+	// The sandbox's policy hooks: command rules, redaction, audit.
+	return &session{tools: sb.Tools(), opts: sb.LoopOptions(), close: sb.Close}, nil
 }
 
 // openLoop opens the backend and makes the loop; on failure it reports the
 // error and returns exit code 1.
-func openLoop(ctx context.Context, name string, cfg sandbox.Config, io stdio, extra ...loop.Option) (*loop.Loop, func(), int) {
+func openLoop(ctx context.Context, name string, cfg open.Config, io stdio, extra ...loop.Option) (*loop.Loop, func(), int) {
 	s, err := openSession(ctx, cfg)
 	if err != nil {
 		fmt.Fprintf(io.err, "pi-sandbox %s: %v\n", name, err)

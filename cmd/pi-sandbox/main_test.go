@@ -17,7 +17,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/loop/looptest"
 	"github.com/pi-sandbox/pi-sandbox/ops"
-	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 	"github.com/rogpeppe/go-internal/testscript"
 )
 
@@ -103,11 +103,11 @@ func testEntry() int {
 		gates := &looptest.Gates{}
 		gw := &gateWriter{w: os.Stdout, gates: gates}
 		out = gw
-		openSession = func(ctx context.Context, cfg sandbox.Config) (*session, error) {
+		openSession = func(ctx context.Context, cfg open.Config) (*session, error) {
 			return &session{tools: testTools(gates), close: func() error { return nil }}, nil
 		}
 	case "open-error":
-		openSession = func(ctx context.Context, cfg sandbox.Config) (*session, error) {
+		openSession = func(ctx context.Context, cfg open.Config) (*session, error) {
 			return nil, fmt.Errorf("docker: connect: %w", ops.ErrTransport)
 		}
 	}

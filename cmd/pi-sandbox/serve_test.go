@@ -23,7 +23,7 @@ import (
 	mcpgotypes "github.com/mark3labs/mcp-go/mcp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 )
 
 // mcpClient is what the end-to-end checks need of an MCP client library.
@@ -76,15 +76,15 @@ func checkMCP(t *testing.T, c mcpClient, dir string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err := sandbox.Open(ctx, sandbox.Config{WorkDir: dir})
+	sb, err := open.Open(ctx, open.Config{WorkDir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	if len(tools) != len(sb.Tools) {
-		t.Errorf("%d tools listed, want %d", len(tools), len(sb.Tools))
+	if len(tools) != len(sb.Tools()) {
+		t.Errorf("%d tools listed, want %d", len(tools), len(sb.Tools()))
 	}
-	for _, tool := range sb.Tools {
+	for _, tool := range sb.Tools() {
 		got, ok := tools[tool.Name()]
 		if !ok {
 			t.Errorf("tool %s not listed", tool.Name())

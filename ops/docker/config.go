@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/moby/moby/client"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // Labels put on everything this package creates, so gc and leak checks find
@@ -159,7 +161,4 @@ func (c *Config) labels(kind string) map[string]string {
 
 // baseEnv is what every command gets before Config.Env and Cmd.Env
 // (DESIGN §5: non-interactive defaults).
-var baseEnv = []string{
-	"PAGER=cat", "GIT_PAGER=cat", "GIT_TERMINAL_PROMPT=0", "GIT_EDITOR=true",
-	"DEBIAN_FRONTEND=noninteractive",
-}
+var baseEnv = ops.NonInteractiveEnv()

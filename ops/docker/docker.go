@@ -17,6 +17,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 var (
@@ -298,21 +299,7 @@ func atoiOr(s string, def int) int {
 	return n
 }
 
-func goarch(m string) string {
-	switch m {
-	case "x86_64", "amd64":
-		return "amd64"
-	case "aarch64", "arm64":
-		return "arm64"
-	case "i386", "i686":
-		return "386"
-	case "armv7l", "armv6l":
-		return "arm"
-	case "":
-		return ""
-	}
-	return m
-}
+func goarch(m string) string { return target.GOARCH(m) }
 
 func cloneMap(m map[string]string) map[string]string {
 	if m == nil {

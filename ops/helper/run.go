@@ -31,6 +31,20 @@ const (
 // stalls; cancelling ctx asks the helper to kill the tree and waits until it
 // has.
 func (cl *Client) Run(ctx context.Context, cmd *ops.Cmd) error {
+	return cl.run(ctx, cmd, nil)
+}
+
+// RunWithBase is Run with base ("KEY=VALUE" entries) in place of the
+// helper's base environment (its own, which it inherited). The local
+// backend offers it as ops.HostEnvRunner.
+func (cl *Client) RunWithBase(ctx context.Context, cmd *ops.Cmd, base []string) error {
+	if base == nil {
+		base = []string{}
+	}
+	return cl.run(ctx, cmd, base)
+}
+
+func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string) error {
 	if ctx.Err() != nil {
 		return cl.c.errorf("%w", ops.Canceled(ctx))
 	}
@@ -38,6 +52,9 @@ func (cl *Client) Run(ctx context.Context, cmd *ops.Cmd) error {
 	rand.Read(rnd[:])
 	id := hex.EncodeToString(rnd[:])
 	req := &proto.RunRequest{ID: id, Command: proto.Str(cmd.Command), Dir: proto.Str(cmd.Dir), Env: proto.Strs(cmd.Env), Timeout: int64(cmd.Timeout)}
+	if base != nil {
+		req.Base, req.HasBase = proto.Strs(base), true
+	}
 
 	// The request lives on its own context: a cancel of ctx becomes a kill
 	// request, and the reply is read on until the tree is dead.

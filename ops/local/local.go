@@ -26,6 +26,7 @@ var (
 	_ ops.ReplaceFS     = (*Backend)(nil)
 	_ ops.Confiner      = (*Backend)(nil)
 	_ ops.ProcessLister = (*Backend)(nil)
+	_ ops.HostEnvRunner = (*Backend)(nil)
 )
 
 // Config configures a local backend. The zero value is usable: the current
@@ -234,6 +235,20 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	return b.inner.Run(ctx, cmd)
 }
 
+// RunBaseEnv runs cmd with base in place of the host environment (see
+// ops.HostEnvRunner).
+func (b *Backend) RunBaseEnv(ctx context.Context, cmd *ops.Cmd, base []string) error {
+	switch in := b.inner.(type) {
+	case ops.HostEnvRunner:
+		return in.RunBaseEnv(ctx, cmd, base)
+	case interface {
+		RunWithBase(context.Context, *ops.Cmd, []string) error
+	}:
+		return in.RunWithBase(ctx, cmd, base)
+	}
+	return b.inner.Run(ctx, cmd)
+}
+
 // CountLines counts newlines where the file is.
 func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, error) {
 	return ops.CountLines(ctx, b.inner, name)
@@ -284,5 +299,7 @@ func (b *Backend) Confine(ctx context.Context, roots []ops.Root) (ops.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	return helper.Owned(v, b.Info, b.Close), nil
+	// A local wrapper of the view: it keeps RunBaseEnv (the policy's
+	// environment replaces the host's), which views of remote targets lack.
+	return &Backend{inner: helper.Owned(v, b.Info, b.Close), info: b.info}, nil
 }

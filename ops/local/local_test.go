@@ -4,6 +4,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
@@ -12,7 +13,7 @@ import (
 
 func TestMain(m *testing.M) {
 	shim.Dispatch() // the backend runs this test binary as its helper and shim
-	os.Exit(m.Run())
+	os.Exit(testenv.RunInTempDir(m))
 }
 
 // TestConformance: the default path, the helper over a pipe.

@@ -63,7 +63,9 @@ func New() *FS {
 }
 
 // NewWithInfo returns a backend reporting info; its WorkDir, Home and
-// SpillDir are created when set.
+// SpillDir are created when set, and its Shell as an executable placeholder
+// file (commands run through the RunFunc, not through it), so that Info
+// describes the tree as it does on a real target.
 func NewWithInfo(info ops.Info) *FS {
 	f := &FS{root: &node{mode: fs.ModeDir | 0o755, kids: map[string]*node{}, mtime: time.Now()}, info: info}
 	for _, d := range []string{info.WorkDir, info.Home, info.SpillDir} {
@@ -71,6 +73,11 @@ func NewWithInfo(info ops.Info) *FS {
 			if err := f.AddDir(d, 0o755); err != nil {
 				panic(err)
 			}
+		}
+	}
+	if info.Shell != "" {
+		if err := f.AddFile(info.Shell, []byte("memfs: commands run through SetRunFunc\n"), 0o755); err != nil {
+			panic(err)
 		}
 	}
 	return f

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -274,7 +275,7 @@ func testReadDirEmpty(t testing.TB, ctx context.Context, b ops.Backend) {
 
 func testRealPathChain(t testing.TB, ctx context.Context, b ops.Backend) {
 	dir := scratch(t, ctx, b)
-	sh(t, ctx, b, dir, "mkdir -p real/sub && echo x > real/sub/f && ln -s real l1 && ln -s l1 l2 && ln -s "+q(dir)+"/l2/sub abs && ln -s ../l2 real/up")
+	sh(t, ctx, b, dir, "mkdir -p real/sub && echo x > real/sub/f && ln -s real l1 && ln -s l1 l2 && ln -s "+shquote.Quote(dir)+"/l2/sub abs && ln -s ../l2 real/up")
 	base, err := b.RealPath(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +422,7 @@ func testInfo(t testing.TB, ctx context.Context, b ops.Backend) {
 	if err := b.Access(ctx, i.SpillDir, ops.AccessWrite); err != nil {
 		t.Errorf("SpillDir not writable: %v", err)
 	}
-	if out := sh(t, ctx, b, "", "test -x "+q(i.Shell)+" && echo ok"); out != "ok\n" {
+	if out := sh(t, ctx, b, "", "test -x "+shquote.Quote(i.Shell)+" && echo ok"); out != "ok\n" {
 		t.Errorf("Info.Shell %s is not executable in the target: %q", i.Shell, out)
 	}
 	id := sh(t, ctx, b, "", "id -u")

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -115,7 +116,7 @@ func testStartError(kind string, code ops.Errno) caseFunc {
 			writeFile(t, ctx, b, cwd, "x")
 		}
 		var out bytes.Buffer
-		err := b.Run(ctx, &ops.Cmd{Dir: cwd, Command: "echo ran > " + q(dir+"/ran"), Output: &out})
+		err := b.Run(ctx, &ops.Cmd{Dir: cwd, Command: "echo ran > " + shquote.Quote(dir+"/ran"), Output: &out})
 		var se *ops.StartError
 		if !errors.As(err, &se) {
 			t.Fatalf("Run in Dir %s = %v (%T), want *ops.StartError", cwd, err, err)

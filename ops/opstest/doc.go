@@ -17,6 +17,9 @@
 //		})
 //	}
 //
+// [TestFS] runs the file cases alone, for a backend whose Run cannot run a
+// shell (ops/memfs, with a small interpreter of the fixture commands).
+//
 // Every case gets a fresh backend and works in a fresh scratch directory
 // under Info().WorkDir, which it removes afterwards. Cases use only the ops
 // interfaces — shell commands run through Run are written for busybox sh as

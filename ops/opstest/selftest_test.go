@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/search"
@@ -28,7 +30,7 @@ func init() {
 
 func TestMain(m *testing.M) {
 	shim.Dispatch()
-	os.Exit(m.Run())
+	os.Exit(testenv.RunInTempDir(m))
 }
 
 // recorder is a testing.TB that records failures instead of reporting
@@ -145,7 +147,7 @@ type demuxed struct{ ops.Backend }
 func (d demuxed) Run(ctx context.Context, c *ops.Cmd) error {
 	errFile := d.Info().SpillDir + "/stderr-" + fmt.Sprint(time.Now().UnixNano())
 	cc := *c
-	cc.Command = "exec 2>" + q(errFile) + "\n" + c.Command
+	cc.Command = "exec 2>" + shquote.Quote(errFile) + "\n" + c.Command
 	err := d.Backend.Run(ctx, &cc)
 	if data, rerr := ops.ReadFile(ctx, d.Backend, errFile); rerr == nil && c.Output != nil {
 		c.Output.Write(data)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -46,7 +47,7 @@ func FindWithFD(ctx context.Context, r ops.Runner, q *ops.FindQuery, fn func(rel
 	}
 	quoted := make([]string, 0, 16)
 	for _, a := range fdArgs(q, root) {
-		quoted = append(quoted, shellQuote(a))
+		quoted = append(quoted, shquote.Quote(a))
 	}
 	script := `FD=$(command -v fdfind || command -v fd) || exit 127; ` +
 		`NRG=; "$FD" --no-require-git --version >/dev/null 2>&1 && NRG=--no-require-git; ` +

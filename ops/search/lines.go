@@ -3,7 +3,6 @@ package search
 import (
 	"bytes"
 	"context"
-	"strings"
 )
 
 // lineWriter is a Cmd.Output that hands each complete line (without "\n")
@@ -47,9 +46,4 @@ func (w *lineWriter) flush() {
 		}
 		w.buf = nil
 	}
-}
-
-// shellQuote quotes s for a POSIX shell.
-func shellQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -10,6 +10,7 @@ import (
 	"path"
 	"strings"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -97,11 +98,11 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 	quote := func(args []string) string {
 		qs := make([]string, len(args))
 		for i, a := range args {
-			qs[i] = shellQuote(a)
+			qs[i] = shquote.Quote(a)
 		}
 		return strings.Join(qs, " ")
 	}
-	qr := shellQuote(root)
+	qr := shquote.Quote(root)
 	script := "command -v rg >/dev/null 2>&1 || exit 127; " +
 		"if [ -d " + qr + " ]; then cd " + qr + " && exec rg " + quote(rgArgs(q, ".")) +
 		"; else exec rg " + quote(rgArgs(q, root)) + "; fi"

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -204,7 +205,7 @@ func viaShim(ctx context.Context, r ops.Runner, shimPath, mode string, q any, ha
 		}
 		return handle(&l)
 	}
-	cmd := shellQuote(shimPath) + " __shim " + mode + " " + shellQuote(string(qj))
+	cmd := shquote.Quote(shimPath) + " __shim " + mode + " " + shquote.Quote(string(qj))
 	runErr := r.Run(runCtx, &ops.Cmd{Command: cmd, Dir: "/", Output: w})
 	w.flush()
 	if w.err != nil {

@@ -66,13 +66,19 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	oomBefore := oomKills()
-	err := b.Run(ctx, &ops.Cmd{
+	cmd := &ops.Cmd{
 		Command: string(req.Command),
 		Dir:     dir,
 		Env:     proto.Strings(req.Env),
 		Output:  fw,
 		Timeout: time.Duration(req.Timeout),
-	})
+	}
+	var err error
+	if req.HasBase {
+		err = b.RunBaseEnv(ctx, cmd, proto.Strings(req.Base))
+	} else {
+		err = b.Run(ctx, cmd)
+	}
 	end(runEnd(err, oomBefore))
 }
 

@@ -13,8 +13,10 @@ import (
 	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 // Backend runs tools on a remote host over SSH: files through SFTP, commands
@@ -108,7 +110,7 @@ fi`
 
 func (b *Backend) probe(ctx context.Context) error {
 	sh, shimErr := b.hostShim()
-	out, err := b.runShort(ctx, "exec /bin/sh -c "+shQuote(probeScript)+" probe "+shQuote(sh.name))
+	out, err := b.runShort(ctx, "exec /bin/sh -c "+shquote.Quote(probeScript)+" probe "+shquote.Quote(sh.name))
 	if err != nil {
 		return fmt.Errorf("sshops: probe: %w", err)
 	}
@@ -204,7 +206,7 @@ func (b *Backend) removeSpill() error {
 	if err := b.do(ctx, func(sc *sftp.Client, c *conn) error { return sc.RemoveAll(b.info.SpillDir) }); err == nil {
 		return nil
 	}
-	out, err := b.runShort(ctx, "rm -rf -- "+shQuote(b.info.SpillDir))
+	out, err := b.runShort(ctx, "rm -rf -- "+shquote.Quote(b.info.SpillDir))
 	if err != nil {
 		return fmt.Errorf("sshops: remove spill directory: %w (%s)", err, bytes.TrimSpace(out))
 	}
@@ -216,22 +218,7 @@ func goOSArch(uname string) (goos, goarch string) {
 	if len(f) != 2 {
 		return "", ""
 	}
-	goos = strings.ToLower(f[0])
-	switch f[1] {
-	case "x86_64", "amd64":
-		goarch = "amd64"
-	case "aarch64", "arm64":
-		goarch = "arm64"
-	case "i386", "i686":
-		goarch = "386"
-	case "riscv64":
-		goarch = "riscv64"
-	case "ppc64le", "s390x":
-		goarch = f[1]
-	default:
-		goarch = f[1]
-	}
-	return goos, goarch
+	return target.GOOS(f[0]), target.GOARCH(f[1])
 }
 
 func atoiOr(s string, d int) int {

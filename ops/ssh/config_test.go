@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/kevinburke/ssh_config"
+
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 )
 
 func TestSplitTarget(t *testing.T) {
@@ -72,7 +74,7 @@ Host *
 }
 
 func TestWrapQuoting(t *testing.T) {
-	if got := shQuote("it's"); got != `'it'\''s'` {
+	if got := shquote.Quote("it's"); got != `'it'\''s'` {
 		t.Fatalf("shQuote = %s", got)
 	}
 	if err := checkEnv([]string{"A_1=x y", "B="}); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/crypto/ssh"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
@@ -34,7 +35,7 @@ var (
 // first on stdout so that what rc files print is skipped; SHLVL=1 keeps the
 // commands' bash from sourcing ~/.bashrc again.
 func helperCommand(shimPath string) string {
-	return "printf '" + outMarker + "'; SHLVL=1; export SHLVL; exec " + shQuote(shimPath) + " __shim serve"
+	return "printf '" + outMarker + "'; SHLVL=1; export SHLVL; exec " + shquote.Quote(shimPath) + " __shim serve"
 }
 
 func (b *Backend) startHelper(ctx context.Context) {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/search"
 )
@@ -52,7 +53,7 @@ func (b *Backend) execCountLines(ctx context.Context, name string) (newlines, si
 		return 0, 0, ops.ErrUnsupported
 	}
 	var out bytes.Buffer
-	if err := b.Run(ctx, &ops.Cmd{Command: "LC_ALL=C wc -l < " + shQuote(name) + " && wc -c < " + shQuote(name), Output: &out}); err != nil {
+	if err := b.Run(ctx, &ops.Cmd{Command: "LC_ALL=C wc -l < " + shquote.Quote(name) + " && wc -c < " + shquote.Quote(name), Output: &out}); err != nil {
 		if ctx.Err() != nil {
 			return 0, 0, err
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pkg/sftp"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
@@ -118,7 +119,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 	if err != nil {
 		return "", fmt.Errorf("upload: %w", err)
 	}
-	out, err := b.runShort(ctx, shQuote(target)+" __shim version 2>&1")
+	out, err := b.runShort(ctx, shquote.Quote(target)+" __shim version 2>&1")
 	if err != nil || !strings.Contains(string(out), "pi-sandbox-shim ") {
 		return "", fmt.Errorf("%s does not run: %v %s", target, err, bytes.TrimSpace(out))
 	}

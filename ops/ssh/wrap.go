@@ -3,6 +3,9 @@ package sshops
 import (
 	"fmt"
 	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // wrapScript runs one command in its own process group and reports on the
@@ -88,25 +91,20 @@ const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while [ $n -lt 40 ]; do
 func remoteCommand(dir, shell, shimPath, command string, env []string) string {
 	var b strings.Builder
 	b.WriteString("exec /bin/sh -c ")
-	b.WriteString(shQuote(wrapScript))
+	b.WriteString(shquote.Quote(wrapScript))
 	b.WriteString(" pi-sandbox ")
-	b.WriteString(shQuote(dir))
+	b.WriteString(shquote.Quote(dir))
 	b.WriteByte(' ')
-	b.WriteString(shQuote(shell))
+	b.WriteString(shquote.Quote(shell))
 	b.WriteByte(' ')
-	b.WriteString(shQuote(command))
+	b.WriteString(shquote.Quote(command))
 	b.WriteByte(' ')
-	b.WriteString(shQuote(shimPath))
+	b.WriteString(shquote.Quote(shimPath))
 	for _, kv := range env {
 		b.WriteByte(' ')
-		b.WriteString(shQuote(kv))
+		b.WriteString(shquote.Quote(kv))
 	}
 	return b.String()
-}
-
-// shQuote quotes s for a POSIX shell.
-func shQuote(s string) string {
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // checkEnv rejects entries a shell cannot export.
@@ -137,10 +135,4 @@ func validName(k string) bool {
 
 // defaultEnv is the non-interactive environment every command gets (DESIGN
 // §5); Cmd.Env overrides it.
-var defaultEnv = []string{
-	"PAGER=cat",
-	"GIT_PAGER=cat",
-	"GIT_TERMINAL_PROMPT=0",
-	"GIT_EDITOR=true",
-	"DEBIAN_FRONTEND=noninteractive",
-}
+var defaultEnv = ops.NonInteractiveEnv()

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
@@ -279,14 +280,14 @@ func setup(ctx context.Context, b ops.Backend, w, o string) error {
 	script := strings.Join([]string{
 		"set -e",
 		"mkdir -p sub",
-		"ln -s " + shq(o+"/secret.txt") + " link-file",
-		"ln -s " + shq(ro+"/secret.txt") + " link-rel",
-		"ln -s " + shq(o) + " link-dir",
-		"ln -s " + shq(o+"/victim.txt") + " link-victim",
-		"ln -s " + shq(o+"/created-by-dangling.txt") + " dangling",
+		"ln -s " + shquote.Quote(o+"/secret.txt") + " link-file",
+		"ln -s " + shquote.Quote(ro+"/secret.txt") + " link-rel",
+		"ln -s " + shquote.Quote(o) + " link-dir",
+		"ln -s " + shquote.Quote(o+"/victim.txt") + " link-victim",
+		"ln -s " + shquote.Quote(o+"/created-by-dangling.txt") + " dangling",
 		"ln -s chain2 chain1",
-		"ln -s " + shq(o+"/secret.txt") + " chain2",
-		"ln -s " + shq("../"+ro+"/secret.txt") + " sub/deep",
+		"ln -s " + shquote.Quote(o+"/secret.txt") + " chain2",
+		"ln -s " + shquote.Quote("../"+ro+"/secret.txt") + " sub/deep",
 	}, "\n")
 	var out strings.Builder
 	if err := b.Run(ctx, &ops.Cmd{Command: script, Dir: w, Output: &out}); err != nil {
@@ -294,8 +295,6 @@ func setup(ctx context.Context, b ops.Backend, w, o string) error {
 	}
 	return nil
 }
-
-func shq(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
 // relPath is the path of to relative to from (both absolute and clean).
 func relPath(from, to string) string {

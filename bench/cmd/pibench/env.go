@@ -94,7 +94,7 @@ func openEnv(ctx context.Context, o *options, name string) (*env, error) {
 	return e, nil
 }
 
-// wrap confines the raw backend as sandbox.Open does (working directory and
+// wrap confines the raw backend as sandbox.OpenBackend does (working directory and
 // spill directory) and builds the loop over tools.All.
 func (e *env) wrap(ctx context.Context) error {
 	info := e.raw.Info()

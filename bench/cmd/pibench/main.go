@@ -6,6 +6,7 @@
 //
 //	pibench bench  [-quick] [-backends local,docker,ssh] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
+//	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
 
 import (
@@ -48,7 +49,7 @@ func main() {
 	// The local backend re-executes this binary as its shim.
 	shim.Dispatch()
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: pibench bench|faults [flags]")
+		fmt.Fprintln(os.Stderr, "usage: pibench bench|faults|verdict [flags]")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -112,8 +113,10 @@ func main() {
 		err = runBench(ctx, &o)
 	case "faults":
 		err = runFaults(ctx, &o)
+	case "verdict":
+		err = runVerdict(&o)
 	default:
-		err = fmt.Errorf("unknown command %q (want bench or faults)", cmd)
+		err = fmt.Errorf("unknown command %q (want bench, faults or verdict)", cmd)
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pibench: %v\n", err)

@@ -41,11 +41,18 @@ const (
 
 // Run runs c.Command with the backend's shell. See ops.Runner.
 func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
-	return b.run(ctx, c, b.shim)
+	return b.run(ctx, c, b.env, b.shim)
 }
 
-// run runs c under the shim at shimPath, or plainly when it is "".
-func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
+// RunBaseEnv runs c with base in place of the backend's base environment
+// (Config.Env, else the host's). See ops.HostEnvRunner.
+func (b *Backend) RunBaseEnv(ctx context.Context, c *ops.Cmd, base []string) error {
+	return b.run(ctx, c, base, b.shim)
+}
+
+// run runs c with the base environment base under the shim at shimPath, or
+// plainly when it is "".
+func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath string) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("local: %w", ops.Canceled(ctx))
 	}
@@ -76,7 +83,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 		cmd = exec.Command(b.shell, "-c", c.Command)
 	}
 	cmd.Dir = dir
-	cmd.Env = mergeEnv(b.env, c.Env)
+	cmd.Env = mergeEnv(base, c.Env)
 	if shimPath != "" && shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
 		cmd.Env = append(cmd.Env, shimEnvExtra)
 	}
@@ -114,7 +121,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, shimPath string) error {
 		if shimPath != "" && !(errors.As(err, &pe) && pe.Op == "chdir") {
 			// The shim binary itself could not run (deleted or replaced
 			// since New): run plainly rather than fail the command.
-			return b.run(ctx, c, "")
+			return b.run(ctx, c, base, "")
 		}
 		return startError(dir, b.shell, err)
 	}

@@ -1,8 +1,9 @@
-// Package shellproc builds the small POSIX sh scripts that the docker and ssh
-// backends use to run a command as a killable process tree (DESIGN §4).
+// Package shellproc builds the small POSIX sh scripts that the docker
+// backend uses to run a command as a killable process tree (DESIGN §4). (The
+// ssh backend has its own runner, ops/ssh/run.go: one session per command,
+// whose stderr is the command's, so it cannot use this control channel.)
 //
-// Neither transport can kill a tree: Docker has no exec-kill API and an SSH
-// session signal is refused or ignored by many servers. So every command runs
+// Docker cannot kill a tree: it has no exec-kill API. So every command runs
 // under a wrapper, started as `/bin/sh -c WRAPPER` through the transport,
 // that
 //
@@ -25,7 +26,7 @@
 //     die with it, as with the local backend), and
 //   - exits with the child's status (128+n for a signal death).
 //
-// Cancellation is a second exec or session running [KillGroupScript] (when
+// Cancellation is a second exec running [KillGroupScript] (when
 // the PGID is known from the control channel) or [KillScript] (from the pid
 // file). busybox kill rejects "--", so the scripts write `kill -9 -PGID`.
 //

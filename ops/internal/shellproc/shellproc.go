@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -251,16 +252,8 @@ func (c *Control) ParseLine(line, dir string) {
 	}
 }
 
-// Quote quotes s for a POSIX shell.
-func Quote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' ||
-			strings.ContainsRune("/._-+=:,@%", r))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+// Quote quotes s for a POSIX shell ([shquote.Quote], for the docker backend).
+func Quote(s string) string { return shquote.Quote(s) }
 
 func isIdent(k string) bool {
 	if k == "" {

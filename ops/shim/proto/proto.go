@@ -201,6 +201,9 @@ type RunRequest struct {
 	Env     []Str  `json:"env,omitempty"`
 	Timeout int64  `json:"timeoutNs,omitempty"`
 	Roots   int    `json:"roots,omitempty"`
+	// Base, with HasBase, replaces the helper's base environment.
+	Base    []Str `json:"base,omitempty"`
+	HasBase bool  `json:"hasBase,omitempty"`
 }
 
 // PSReply lists the background processes.

@@ -1,4 +1,4 @@
-package sandbox_test
+package open_test
 
 import (
 	"context"
@@ -16,6 +16,7 @@ import (
 	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 	"github.com/pi-sandbox/pi-sandbox/sandbox/sandboxtest"
 )
 
@@ -98,10 +99,10 @@ func TestOpenSSHClient(t *testing.T) {
 	t.Setenv("PI_SSH_HIDDEN", "hidden")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	sb, err := sandbox.OpenSSHClient(ctx, client, sandbox.Config{WorkDir: w, Policy: sandbox.Policy{
+	sb, err := open.SSHClient(ctx, client, open.Config{WorkDir: w, Config: sandbox.Config{Policy: sandbox.Policy{
 		Env:    sandbox.EnvPolicy{Allow: []string{"PI_SSH_PASS"}, Set: map[string]string{"PI_SSH_SET": "set"}},
 		Redact: sandbox.RedactPolicy{Patterns: []string{`sk-[a-z]{6}`}},
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package sandbox_test
+package open_test
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
+	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 	"github.com/pi-sandbox/pi-sandbox/sandbox/sandboxtest"
 )
 
@@ -120,10 +121,10 @@ func TestOpenContainer(t *testing.T) {
 	t.Setenv("PI_DOCKER_HIDDEN", "hidden")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sb, err := sandbox.OpenContainer(ctx, id, sandbox.Config{WorkDir: w, Policy: sandbox.Policy{
+	sb, err := open.Container(ctx, id, open.Config{WorkDir: w, Config: sandbox.Config{Policy: sandbox.Policy{
 		Env:      sandbox.EnvPolicy{Allow: []string{"PI_DOCKER_PASS"}},
 		Commands: sandbox.CommandRules{Deny: []sandbox.Rule{{Prefix: "wget"}}},
-	}})
+	}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestOpenContainer(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The container is still there and usable.
-	again, err := sandbox.OpenContainer(ctx, id, sandbox.Config{WorkDir: w})
+	again, err := open.Container(ctx, id, open.Config{WorkDir: w})
 	if err != nil {
 		t.Fatalf("reopen after Close: %v", err)
 	}
@@ -172,8 +173,8 @@ func TestOpenDockerImage(t *testing.T) {
 	t.Setenv("PI_DOCKER_PASS", "passed")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	sb, err := sandbox.Open(ctx, sandbox.Config{Backend: "docker", Docker: sandbox.DockerConfig{Image: dockerImage},
-		Policy: sandbox.Policy{Env: sandbox.EnvPolicy{Allow: []string{"PI_DOCKER_PASS"}}}})
+	sb, err := open.Open(ctx, open.Config{Backend: "docker", Docker: open.DockerConfig{Image: dockerImage},
+		Config: sandbox.Config{Policy: sandbox.Policy{Env: sandbox.EnvPolicy{Allow: []string{"PI_DOCKER_PASS"}}}}})
 	if err != nil {
 		t.Fatal(err)
 	}

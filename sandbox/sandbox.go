@@ -3,7 +3,6 @@ package sandbox
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
@@ -13,59 +12,47 @@ import (
 
 // Sandbox is an open backend with its tools and policy.
 type Sandbox struct {
-	// Backend is the confined backend the tools use (unless
-	// Config.Unconfined), with the policy's environment applied.
-	Backend ops.Backend
-	Tools   []loop.Tool
+	backend ops.Backend
+	tools   []loop.Tool
 
 	policy *compiledPolicy
 	audit  *auditLog
 }
 
-// Open opens the backend cfg describes and builds the tools on it.
-func Open(ctx context.Context, cfg Config) (*Sandbox, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
+// OpenBackend makes a sandbox on a backend the caller opened (any
+// [ops.Backend]): cfg's confinement and policy apply. The sandbox owns b:
+// Close closes it, also when OpenBackend fails. Package
+// [github.com/pi-sandbox/pi-sandbox/sandbox/open] opens the built-in
+// backends by name (local, docker, ssh) and calls OpenBackend.
+func OpenBackend(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error) {
+	if b == nil {
+		return nil, errors.New("sandbox: nil backend")
 	}
-	open := func(ctx context.Context) (ops.Backend, error) {
-		switch cfg.Backend {
-		case "", "local":
-			return openLocal(ctx, cfg)
-		case "docker":
-			return openDocker(ctx, cfg)
-		case "ssh":
-			return openSSH(ctx, cfg)
-		}
-		return nil, fmt.Errorf("sandbox: unknown backend %q", cfg.Backend)
+	s, err := newSandbox(ctx, b, cfg)
+	if err != nil {
+		b.Close() // safe twice (ops.Backend.Close)
 	}
-	return finish(ctx, cfg, open)
+	return s, err
 }
 
-// finish compiles the policy, opens the backend with open, and wraps it:
-// environment, then confinement; the audit log opens last.
-func finish(ctx context.Context, cfg Config, open func(context.Context) (ops.Backend, error)) (*Sandbox, error) {
+// newSandbox compiles the policy and wraps b: confinement, then the
+// environment; the audit log opens last.
+func newSandbox(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error) {
 	pol, err := compilePolicy(cfg.Policy, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	b, err := open(ctx)
-	if err != nil {
-		return nil, err
-	}
-	local := b.Info().Backend == "local"
+	// Confinement first: a backend that confines in the target (the
+	// helper) does it on its own view; the environment wraps that.
 	if !cfg.Unconfined {
-		cb, err := Confine(ctx, b, roots(b.Info(), cfg))
-		if err != nil {
-			b.Close()
+		if b, err = Confine(ctx, b, roots(b.Info(), cfg)); err != nil {
 			return nil, err
 		}
-		b = cb
 	}
-	b = withEnv(b, cfg.Policy.Env.extraEnv(local))
-	s := &Sandbox{Backend: b, Tools: tools.All(b), policy: pol}
+	b = withEnv(b, cfg.Policy.Env)
+	s := &Sandbox{backend: b, tools: tools.All(b), policy: pol}
 	if cfg.Policy.AuditLog != "" {
 		if s.audit, err = openAudit(cfg.Policy.AuditLog, pol.redact); err != nil {
-			b.Close()
 			return nil, err
 		}
 	}
@@ -88,6 +75,14 @@ func roots(info ops.Info, cfg Config) []Root {
 	return rs
 }
 
+// Backend is the backend the tools use: the one the sandbox was opened on,
+// with the policy's environment and (unless Config.Unconfined) confinement
+// applied. Closing it closes the sandbox's backend.
+func (s *Sandbox) Backend() ops.Backend { return s.backend }
+
+// Tools returns the seven tools on Backend, in a new slice.
+func (s *Sandbox) Tools() []loop.Tool { return append([]loop.Tool(nil), s.tools...) }
+
 // LoopOptions are the policy's hooks for [loop.New]: the tool and command
 // rules (before hook), redaction (of final and streamed results) and the
 // audit log. Every loop running this sandbox's tools should get them.
@@ -100,12 +95,12 @@ func (s *Sandbox) LoopOptions() []loop.Option {
 
 // NewLoop makes a loop over the sandbox's tools with its policy, then opts.
 func (s *Sandbox) NewLoop(opts ...loop.Option) (*loop.Loop, error) {
-	return loop.New(s.Tools, append(s.LoopOptions(), opts...)...)
+	return loop.New(s.Tools(), append(s.LoopOptions(), opts...)...)
 }
 
 // Close closes the backend and the audit log.
 func (s *Sandbox) Close() error {
-	err := s.Backend.Close()
+	err := s.backend.Close()
 	if s.audit != nil {
 		err = errors.Join(err, s.audit.close())
 		s.audit = nil

@@ -1,4 +1,4 @@
-package sandbox
+package open
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 )
 
 // openLocal opens the local backend in cfg.WorkDir (default: the current
-// directory), with the policy's base environment.
+// directory). The sandbox applies the policy's environment (allow-list).
 //
 // Spill files (bash's full output) go to one private directory per user,
 // $TMPDIR/pi-sandbox-UID/spill, which outlives the process: a one-shot
@@ -23,7 +23,7 @@ func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill, Env: cfg.Policy.Env.localBase()})
+	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill})
 }
 
 // localSpillDir creates (or checks) the per-user spill directory. It must be
@@ -34,15 +34,15 @@ func localSpillDir() (string, error) {
 	dir := filepath.Join(base, "spill")
 	for _, d := range []string{base, dir} {
 		if err := os.Mkdir(d, 0o700); err != nil && !os.IsExist(err) {
-			return "", fmt.Errorf("sandbox: spill directory: %w", err)
+			return "", fmt.Errorf("open: spill directory: %w", err)
 		}
 		fi, err := os.Lstat(d)
 		if err != nil {
-			return "", fmt.Errorf("sandbox: spill directory: %w", err)
+			return "", fmt.Errorf("open: spill directory: %w", err)
 		}
 		st, ok := fi.Sys().(*syscall.Stat_t)
 		if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-			return "", fmt.Errorf("sandbox: spill directory %s must be a directory owned by uid %d with mode 0700", d, os.Getuid())
+			return "", fmt.Errorf("open: spill directory %s must be a directory owned by uid %d with mode 0700", d, os.Getuid())
 		}
 	}
 	return dir, nil

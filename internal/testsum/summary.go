@@ -1,0 +1,239 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// event is one line of `go test -json` (cmd/test2json).
+type event struct {
+	Action     string
+	Package    string
+	Test       string
+	Output     string
+	ImportPath string // build-output, build-fail
+}
+
+type testKey struct{ pkg, name string }
+
+type testState struct {
+	out    []string // output lines, "=== RUN" and the like left out
+	action string   // pass, fail, skip; "" while running
+}
+
+// summary collects the events: it echoes what plain go test prints to w as
+// they come and keeps each test's outcome for the final table.
+type summary struct {
+	w     io.Writer
+	tests map[testKey]*testState
+	order []testKey
+	fails int // failed packages and builds
+}
+
+func newSummary(w io.Writer) *summary {
+	return &summary{w: w, tests: map[testKey]*testState{}}
+}
+
+// read consumes the event stream. A line that is not JSON (go test's own
+// messages on stdout) is echoed.
+func (s *summary) read(r io.Reader) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		var e event
+		if len(line) == 0 || line[0] != '{' || json.Unmarshal(line, &e) != nil {
+			fmt.Fprintf(s.w, "%s\n", line)
+			continue
+		}
+		s.event(e)
+	}
+	return sc.Err()
+}
+
+var noise = regexp.MustCompile(`^\s*(=== (RUN|PAUSE|CONT|NAME)|--- (PASS|SKIP)|PASS$|ok\s)`)
+
+func (s *summary) event(e event) {
+	switch e.Action {
+	case "build-output":
+		io.WriteString(s.w, e.Output)
+		return
+	case "build-fail":
+		s.fails++
+		return
+	}
+	if e.Test == "" {
+		// Package level: "ok pkg 1.2s", "FAIL pkg", "? pkg [no test
+		// files]", and output outside any test (a panic, TestMain).
+		switch e.Action {
+		case "output":
+			if !strings.HasPrefix(e.Output, "=== ") && e.Output != "PASS\n" {
+				io.WriteString(s.w, e.Output)
+			}
+		case "fail":
+			s.fails++
+		}
+		return
+	}
+	k := testKey{e.Package, e.Test}
+	t := s.tests[k]
+	if t == nil {
+		t = &testState{}
+		s.tests[k] = t
+		s.order = append(s.order, k)
+	}
+	switch e.Action {
+	case "output":
+		if !strings.HasPrefix(strings.TrimSpace(e.Output), "=== ") {
+			t.out = append(t.out, e.Output)
+		}
+	case "pass", "fail", "skip":
+		t.action = e.Action
+		if e.Action == "fail" {
+			// As plain go test: a failing test's output, once it ends.
+			for _, l := range t.out {
+				if !noise.MatchString(l) || strings.HasPrefix(strings.TrimSpace(l), "--- FAIL") {
+					io.WriteString(s.w, l)
+				}
+			}
+		}
+	}
+}
+
+func (s *summary) failed() bool {
+	if s.fails > 0 {
+		return true
+	}
+	for _, t := range s.tests {
+		if t.action == "fail" {
+			return true
+		}
+	}
+	return false
+}
+
+// backendOf classifies a test by its package path and name.
+func backendOf(k testKey) string {
+	n := strings.ToLower(k.pkg + " " + k.name)
+	switch {
+	case strings.Contains(n, "ssh"):
+		return "ssh"
+	case strings.Contains(n, "docker") || strings.Contains(n, "container") || strings.Contains(n, "testcontainers"):
+		return "docker"
+	}
+	return "local"
+}
+
+var logPrefix = regexp.MustCompile(`^\s*[\w.-]+\.go:\d+: `)
+
+// skipReason is the last message a skipped test logged, without its
+// file:line prefix.
+func skipReason(out []string) string {
+	for i := len(out) - 1; i >= 0; i-- {
+		l := strings.TrimRight(out[i], "\n")
+		if strings.HasPrefix(strings.TrimSpace(l), "--- ") || strings.TrimSpace(l) == "" {
+			continue
+		}
+		if loc := logPrefix.FindStringIndex(l); loc != nil {
+			return strings.TrimSpace(l[loc[1]:])
+		}
+	}
+	return "(no reason given)"
+}
+
+type tally struct {
+	passed, failed, skipped int
+	reasons                 map[string]int
+}
+
+// table counts leaf tests (a test with subtests is counted through them)
+// per backend.
+func (s *summary) table() map[string]*tally {
+	parent := map[testKey]bool{}
+	for _, k := range s.order {
+		if i := strings.LastIndexByte(k.name, '/'); i >= 0 {
+			for p := k.name[:i]; ; {
+				parent[testKey{k.pkg, p}] = true
+				j := strings.LastIndexByte(p, '/')
+				if j < 0 {
+					break
+				}
+				p = p[:j]
+			}
+		}
+	}
+	tab := map[string]*tally{}
+	for _, b := range []string{"local", "docker", "ssh"} {
+		tab[b] = &tally{reasons: map[string]int{}}
+	}
+	for _, k := range s.order {
+		t := s.tests[k]
+		if parent[k] && t.action != "fail" && t.action != "skip" {
+			continue
+		}
+		if parent[k] && t.action == "fail" {
+			continue // its failing subtests are counted
+		}
+		c := tab[backendOf(k)]
+		switch t.action {
+		case "pass":
+			c.passed++
+		case "fail":
+			c.failed++
+		case "skip":
+			c.skipped++
+			c.reasons[skipReason(t.out)]++
+		}
+	}
+	return tab
+}
+
+// print writes the summary table and a verdict line.
+func (s *summary) print(w io.Writer) {
+	tab := s.table()
+	fmt.Fprintln(w, "\n--- test summary, backend by backend")
+	var untested []string
+	for _, b := range []string{"local", "docker", "ssh"} {
+		c := tab[b]
+		fmt.Fprintf(w, "%-7s %5d passed, %d failed, %d skipped\n", b, c.passed, c.failed, c.skipped)
+		type rc struct {
+			r string
+			n int
+		}
+		var rs []rc
+		for r, n := range c.reasons {
+			rs = append(rs, rc{r, n})
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i].n > rs[j].n || rs[i].n == rs[j].n && rs[i].r < rs[j].r })
+		for i, r := range rs {
+			if i == 5 {
+				fmt.Fprintf(w, "        ... and %d other reasons\n", len(rs)-5)
+				break
+			}
+			reason := r.r
+			if len(reason) > 160 {
+				reason = reason[:157] + "..."
+			}
+			fmt.Fprintf(w, "        skipped %d: %s\n", r.n, reason)
+		}
+		switch {
+		case c.passed+c.failed == 0:
+			untested = append(untested, b+" (no test ran)")
+		case c.skipped > 0:
+			untested = append(untested, fmt.Sprintf("%s (%d skipped)", b, c.skipped))
+		}
+	}
+	switch {
+	case s.failed():
+		fmt.Fprintln(w, "verdict: FAIL")
+	case len(untested) > 0:
+		fmt.Fprintf(w, "verdict: PASS, but not fully tested: %s — see the reasons above (CI=true makes them fail)\n", strings.Join(untested, ", "))
+	default:
+		fmt.Fprintln(w, "verdict: PASS, every backend tested")
+	}
+}
