@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -22,7 +23,8 @@ import (
 type Policy struct {
 	// Commands are bash's allow and deny rules (see [CommandRules]).
 	Commands CommandRules `json:"commands"`
-	// DenyTools names tools every call of which is blocked.
+	// DenyTools names tools every call of which is blocked: some of read,
+	// bash, edit, write, grep, find and ls (an unknown name is an error).
 	DenyTools []string `json:"denyTools,omitempty"`
 	// Env says which host environment variables commands see.
 	Env EnvPolicy `json:"env"`
@@ -92,9 +94,11 @@ type EnvPolicy struct {
 // a result's text content and details strings (streamed partial results
 // included) and in the audit log becomes "[REDACTED]".
 type RedactPolicy struct {
-	// Env names host environment variables whose values are secret, read
-	// when the sandbox opens. Values shorter than 4 bytes are ignored: they
-	// would blank ordinary text.
+	// Env names environment variables whose values are secret: the value
+	// Env.Set gives the name and the host's value, both read when the
+	// sandbox opens. Values shorter than 4 bytes are ignored: they would
+	// blank ordinary text. [Policy.Warnings] reports names with nothing to
+	// redact.
 	Env []string `json:"env,omitempty"`
 	// Patterns are regular expressions (Go syntax) of secrets, e.g.
 	// "ghp_[A-Za-z0-9]{36}".
@@ -176,7 +180,10 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 	fs.Func("allow-command-regex", "allow bash commands matching `REGEX` (repeatable)", rule(&p.Commands.Allow, true))
 	fs.Func("deny-command", "block bash commands starting with `PREFIX` (repeatable)", rule(&p.Commands.Deny, false))
 	fs.Func("deny-command-regex", "block bash commands matching `REGEX` (repeatable)", rule(&p.Commands.Deny, true))
-	fs.Func("deny-tool", "block every call of tool `NAME` (repeatable)", func(v string) error {
+	fs.Func("deny-tool", "block every call of tool `NAME` (repeatable): "+strings.Join(ToolNames, ", "), func(v string) error {
+		if err := checkToolName(v); err != nil {
+			return err
+		}
 		p.DenyTools = append(p.DenyTools, v)
 		return nil
 	})
@@ -194,7 +201,7 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		p.Env.Allow = append(p.Env.Allow, v)
 		return nil
 	})
-	fs.Func("redact-env", "redact the value of host variable `NAME` from results (repeatable)", func(v string) error {
+	fs.Func("redact-env", "redact the value of variable `NAME` (the host's, or the one --env NAME=VALUE sets) from results (repeatable)", func(v string) error {
 		p.Redact.Env = append(p.Redact.Env, v)
 		return nil
 	})
@@ -206,4 +213,54 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&p.AuditLog, "audit-log", p.AuditLog, "append one JSON line per tool call to `FILE`")
+}
+
+// ToolNames are the tools a sandbox has, the names DenyTools may use.
+var ToolNames = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+
+func checkToolName(name string) error {
+	if slices.Contains(ToolNames, name) {
+		return nil
+	}
+	hint := ""
+	if i := slices.IndexFunc(ToolNames, func(t string) bool { return strings.EqualFold(t, name) }); i >= 0 {
+		hint = fmt.Sprintf("; did you mean %q?", ToolNames[i])
+	}
+	return fmt.Errorf("sandbox: policy: unknown tool %q in the tool deny list (known: %s)%s", name, strings.Join(ToolNames, ", "), hint)
+}
+
+// Warnings lists what p, as given, will not do, for a person to read:
+// redact.env names that are set neither in the host environment nor by
+// env.set, or whose values are too short to be redacted. Nothing is wrong
+// with such a policy (an unset secret cannot leak), but a misspelt name
+// would otherwise protect nothing without a word.
+func (p Policy) Warnings() []string {
+	var out []string
+	for _, name := range slices.Compact(slices.Sorted(slices.Values(p.Redact.Env))) {
+		vals := secretValues(p, os.LookupEnv)(name)
+		switch {
+		case len(vals) == 0:
+			out = append(out, fmt.Sprintf("redact env %s: the variable is not set (not on the host, not by env.set / --env %s=VALUE), so nothing is redacted for it", name, name))
+		case !slices.ContainsFunc(vals, func(v string) bool { return len(v) >= minSecretLen }):
+			out = append(out, fmt.Sprintf("redact env %s: its value is shorter than %d bytes and is not redacted", name, minSecretLen))
+		}
+	}
+	return out
+}
+
+// secretValues returns the values of a redact.env name: env.set's, then the
+// host's through lookup (nil: not read).
+func secretValues(p Policy, lookup func(string) (string, bool)) func(string) []string {
+	return func(name string) []string {
+		var vs []string
+		if v, ok := p.Env.Set[name]; ok {
+			vs = append(vs, v)
+		}
+		if lookup != nil {
+			if v, ok := lookup(name); ok {
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
 }

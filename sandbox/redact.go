@@ -24,14 +24,16 @@ type redactor struct {
 	re *regexp.Regexp
 }
 
-// compileRedactor reads the named variables' values through lookup (nil:
+// compileRedactor reads the named variables' values through values (nil:
 // none are read).
-func compileRedactor(p RedactPolicy, lookup func(string) (string, bool)) (*redactor, error) {
+func compileRedactor(p RedactPolicy, values func(string) []string) (*redactor, error) {
 	var lits []string
-	if lookup != nil {
+	if values != nil {
 		for _, name := range p.Env {
-			if v, ok := lookup(name); ok && len(v) >= minSecretLen {
-				lits = append(lits, v)
+			for _, v := range values(name) {
+				if len(v) >= minSecretLen {
+					lits = append(lits, v)
+				}
 			}
 		}
 	}
