@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -61,11 +62,10 @@ func (e EnvPolicy) extraEnv(local bool) []string {
 }
 
 // withEnv wraps b so every command gets env before its own entries (which
-// override it). The optional capabilities are kept.
+// override it), and a command run by a call the policy's redaction marked
+// ([withStreamRedaction]) has its output redacted as it streams. The
+// optional capabilities are kept.
 func withEnv(b ops.Backend, env []string) ops.Backend {
-	if len(env) == 0 {
-		return b
-	}
 	return &envBackend{Backend: b, env: env}
 }
 
@@ -82,8 +82,20 @@ var (
 
 func (e *envBackend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	c := *cmd
-	c.Env = append(append([]string{}, e.env...), cmd.Env...)
-	return e.Backend.Run(ctx, &c)
+	if len(e.env) > 0 {
+		c.Env = append(append([]string{}, e.env...), cmd.Env...)
+	}
+	r := streamRedaction(ctx)
+	if r == nil || cmd.Output == nil {
+		return e.Backend.Run(ctx, &c)
+	}
+	rw := r.writer(cmd.Output)
+	c.Output = rw
+	err := e.Backend.Run(ctx, &c)
+	if ferr := rw.flush(); err == nil && ferr != nil {
+		err = fmt.Errorf("sandbox: redacting output: %w", ferr)
+	}
+	return err
 }
 
 func (e *envBackend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
