@@ -35,17 +35,24 @@ type Policy struct {
 	AuditLog string `json:"auditLog,omitempty"`
 }
 
-// CommandRules are bash's command policy. A command line is split into its
-// simple commands (at ; & | && || newlines, parentheses, braces, backquotes
-// and $( ); leading shell keywords (if, then, do, !, { ...) are dropped.
+// CommandRules are bash's command policy. A command line is parsed as bash
+// parses it into its simple commands, at any depth (lists, pipelines,
+// compound commands, functions, coproc, command and process substitutions,
+// unquoted here-documents); time and ! are not part of a command.
 //
-// A call is blocked when a deny rule matches any simple command — deny rules
-// also see the line with quotes and backslashes removed, each command with
-// leading VAR=value assignments, wrappers (sudo, env, command, exec, nohup,
-// time, nice, timeout, xargs, eval, sh -c, bash -c ...) and a directory
-// (/bin/rm) stripped, and deny regular expressions also see the whole line.
-// When Allow is not empty, every simple command must match an allow rule as
-// written.
+// A call is blocked when a deny rule matches any simple command: its words
+// with quotes and backslashes removed, joined by one space (redirections
+// are not words), and the same after each leading VAR=value assignment and
+// wrapper with its options and their arguments (sudo -u root, env -u NAME,
+// exec -a NAME, timeout -s SIG 5, stdbuf -o L, xargs -a FILE, nice -n N
+// ...), with a directory removed (/bin/rm); the line a wrapper runs (sh -c
+// LINE, eval WORDS, env -S LINE) is checked in turn, and deny regular
+// expressions also see the whole line. A line the parser refuses is split
+// by hand instead (at ; & | newlines, parentheses, braces, backquotes and
+// $( ), and deny rules see the pieces with quoting removed. When Allow is
+// not empty, every simple command with words must match an allow rule as
+// written: assignments, words (quotes kept) and redirections, one space
+// apart.
 //
 // This is a guard rail against mistakes, not a boundary: a shell can always
 // build a command the rules do not see (sh -c "$(echo ... | base64 -d)").
