@@ -4,13 +4,17 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestCheckFrame(t *testing.T) {
@@ -171,5 +175,49 @@ func TestServeSurvivesBrokenLines(t *testing.T) {
 	}
 	if s := stderr.String(); s != "" {
 		t.Logf("stderr: %s", s)
+	}
+}
+
+// TestServeProgressRedacted: MCP progress messages carry bash's output as
+// it streams; a secret printed in two pieces a moment apart never shows in
+// one, not even its first piece, while output before it does.
+func TestServeProgressRedacted(t *testing.T) {
+	serveEnv(t)
+	dir := t.TempDir()
+	gc := &goSDKClient{progress: map[string][]string{}}
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *mcp.ProgressNotificationClientRequest) {
+			gc.mu.Lock()
+			defer gc.mu.Unlock()
+			tok := fmt.Sprint(req.Params.ProgressToken)
+			gc.progress[tok] = append(gc.progress[tok], req.Params.Message)
+		},
+	})
+	cmd := exec.Command("pi-sandbox", serveArgs(dir)...)
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	gc.cs = cs
+	// PI_SERVE_TEST_SECRET is very-secret-value.
+	o, err := gc.call(ctx, "bash", map[string]any{"command": `s=$PI_SERVE_TEST_SECRET; echo first; sleep 0.4; printf %s "${s%-value}"; sleep 0.4; echo -value`}, true)
+	if err != nil {
+		t.Fatalf("%v (stderr %s)", err, stderr)
+	}
+	if o.isError || o.text() != "first\n[REDACTED]\n" {
+		t.Errorf("bash: %+v", o)
+	}
+	if !slices.Contains(o.progress, "first") {
+		t.Errorf("progress %q: want first among them", o.progress)
+	}
+	for _, p := range o.progress {
+		if strings.Contains(p, "very-sec") {
+			t.Errorf("progress message %q shows part of the secret", p)
+		}
 	}
 }
