@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"slices"
 	"sort"
@@ -62,11 +61,13 @@ func (e EnvPolicy) extraEnv(local bool) []string {
 }
 
 // withEnv wraps b so every command gets env before its own entries (which
-// override it), and a command run by a call the policy's redaction marked
-// ([withStreamRedaction]) has its output redacted as it streams. The
-// optional capabilities are kept.
+// override it), then in [withOutputRedaction]. The optional capabilities
+// are kept.
 func withEnv(b ops.Backend, env []string) ops.Backend {
-	return &envBackend{Backend: b, env: env}
+	if len(env) > 0 {
+		b = &envBackend{Backend: b, env: env}
+	}
+	return withOutputRedaction(b)
 }
 
 type envBackend struct {
@@ -82,20 +83,8 @@ var (
 
 func (e *envBackend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	c := *cmd
-	if len(e.env) > 0 {
-		c.Env = append(append([]string{}, e.env...), cmd.Env...)
-	}
-	r := streamRedaction(ctx)
-	if r == nil || cmd.Output == nil {
-		return e.Backend.Run(ctx, &c)
-	}
-	rw := r.writer(cmd.Output)
-	c.Output = rw
-	err := e.Backend.Run(ctx, &c)
-	if ferr := rw.flush(); err == nil && ferr != nil {
-		err = fmt.Errorf("sandbox: redacting output: %w", ferr)
-	}
-	return err
+	c.Env = append(append([]string{}, e.env...), cmd.Env...)
+	return e.Backend.Run(ctx, &c)
 }
 
 func (e *envBackend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {

@@ -122,3 +122,21 @@ func TestAllowRulesParsed(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkCommandCheck: a typical line, and a 100 KB here-document.
+func BenchmarkCommandCheck(b *testing.B) {
+	cp, err := compileCommands(CommandRules{Deny: []Rule{{Prefix: "rm -rf"}, {Regex: `\bcurl\b`}}, Allow: []Rule{{Prefix: "cat"}, {Prefix: "go "}, {Prefix: "git "}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, line := range map[string]string{
+		"typical": `cd sub && go test -run 'TestX|TestY' ./... 2>&1 | tail -20; git status --short`,
+		"heredoc": "cat > f.txt <<'EOF'\n" + strings.Repeat("some text; rm -rf x $(y)\n", 4000) + "EOF\n",
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				cp.check(line)
+			}
+		})
+	}
+}
