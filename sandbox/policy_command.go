@@ -175,7 +175,8 @@ func (r compiledRule) matchWords(rest []string, first string) bool {
 
 // checkSplit is check for a line the parser refuses (bash may still run
 // it): the line is split by hand into simple commands, too often rather
-// than too rarely.
+// than too rarely, and deny rules see each piece's words from every
+// command start (after wrappers and their options) too.
 func (cp *commandPolicy) checkSplit(line string) string {
 	segs := simpleCommands(line)
 	// Deny rules also see the line with quoting removed, so that
@@ -187,7 +188,9 @@ func (cp *commandPolicy) checkSplit(line string) string {
 			if hit {
 				break
 			}
-			hit = r.matchForms(denyForms(s))
+			words := splitWords(s)
+			starts, _ := commandStarts(words)
+			hit = r.matchForms(denyForms(s)) || r.matchStarts(words, starts)
 		}
 		if hit {
 			return blockReason(r.Reason, "deny "+r.String())
@@ -307,4 +310,22 @@ func isNumber(w string) bool {
 func isWrapper(w string) bool {
 	_, ok := wrappers[baseName(w)]
 	return ok
+}
+
+// splitWords splits a piece of a line checkSplit cut by hand into words at
+// white space, without the redirections before the command (>/dev/null,
+// 2>&1, > file).
+func splitWords(s string) []string {
+	words := strings.Fields(s)
+	for len(words) > 0 {
+		w := strings.TrimLeft(words[0], "0123456789")
+		if w == "" || (w[0] != '<' && w[0] != '>') {
+			break
+		}
+		words = words[1:]
+		if strings.Trim(w, "<>&|") == "" && len(words) > 0 {
+			words = words[1:] // the target: > file
+		}
+	}
+	return words
 }

@@ -75,6 +75,9 @@ func TestCommandRulesShellForms(t *testing.T) {
 		// The parser refuses these; the old splitter still sees rm -rf.
 		{"echo 'unterminated; rm -rf x", true},
 		{"rm -rf x; echo $(", true},
+		{"stdbuf -o L rm -rf x; echo 'unterminated", true},
+		{">/dev/null rm -rf x; echo 'unterminated", true},
+		{"> out timeout -s KILL 5 rm -rf x; echo $(", true},
 	}
 	cp, err := compileCommands(deny)
 	if err != nil {
