@@ -135,11 +135,12 @@ func runeMaxLen(r rune, fold bool) int {
 // what follows) of the end, where a secret's literal start or an unknown
 // start could be — and writes the rest with every match replaced. A match
 // that starts before the held tail ends inside what has been seen, so it is
-// found whole; no part of a secret reaches w.
+// found whole; no part of a secret (of a pattern with a length bound up to
+// unboundedMatch) reaches w.
 //
-// Held bytes are written by flush, when the command has ended. So a live
-// view of a command's output lags by at most the longest secret (a pattern
-// without a literal start: its longest match) while redaction is on.
+// Held bytes are written once decided, or by flush when the command has
+// ended. So a live view of a command's output lags by at most the longest
+// secret (unboundedMatch for an unbounded pattern) while redaction is on.
 type redactWriter struct {
 	mu      sync.Mutex
 	r       *redactor
