@@ -33,7 +33,11 @@ const (
 //
 // Lines that are well-formed messages go, unchanged, to an IOTransport
 // through a pipe; error responses and the SDK's messages share one writer,
-// a line at a time.
+// a line at a time. A batch with a broken element gets one error for the
+// whole batch. The SDK cannot tell this wrapped connection the negotiated
+// protocol version (that hook is unexported), so it accepts batches under
+// every version, where it refused them (ending the session) from
+// 2025-06-18 on.
 type stdioTransport struct {
 	in  io.ReadCloser
 	out io.Writer
