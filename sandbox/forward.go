@@ -13,6 +13,13 @@ var (
 	_ ops.ReplaceFS = (*confined)(nil)
 )
 
+func (rb *redactBackend) ReplaceFile(ctx context.Context, name string, old, data []byte) error {
+	if r, ok := rb.Backend.(ops.ReplaceFS); ok {
+		return r.ReplaceFile(ctx, name, old, data)
+	}
+	return ops.ErrUnsupported
+}
+
 func (e *envBackend) ReplaceFile(ctx context.Context, name string, old, data []byte) error {
 	if r, ok := e.Backend.(ops.ReplaceFS); ok {
 		return r.ReplaceFile(ctx, name, old, data)

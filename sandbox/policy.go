@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -22,7 +23,8 @@ import (
 type Policy struct {
 	// Commands are bash's allow and deny rules (see [CommandRules]).
 	Commands CommandRules `json:"commands"`
-	// DenyTools names tools every call of which is blocked.
+	// DenyTools names tools every call of which is blocked: some of read,
+	// bash, edit, write, grep, find and ls (an unknown name is an error).
 	DenyTools []string `json:"denyTools,omitempty"`
 	// Env says which host environment variables commands see.
 	Env EnvPolicy `json:"env"`
@@ -33,17 +35,24 @@ type Policy struct {
 	AuditLog string `json:"auditLog,omitempty"`
 }
 
-// CommandRules are bash's command policy. A command line is split into its
-// simple commands (at ; & | && || newlines, parentheses, braces, backquotes
-// and $( ); leading shell keywords (if, then, do, !, { ...) are dropped.
+// CommandRules are bash's command policy. A command line is parsed as bash
+// parses it into its simple commands, at any depth (lists, pipelines,
+// compound commands, functions, coproc, command and process substitutions,
+// unquoted here-documents); time and ! are not part of a command.
 //
-// A call is blocked when a deny rule matches any simple command — deny rules
-// also see the line with quotes and backslashes removed, each command with
-// leading VAR=value assignments, wrappers (sudo, env, command, exec, nohup,
-// time, nice, timeout, xargs, eval, sh -c, bash -c ...) and a directory
-// (/bin/rm) stripped, and deny regular expressions also see the whole line.
-// When Allow is not empty, every simple command must match an allow rule as
-// written.
+// A call is blocked when a deny rule matches any simple command: its words
+// with quotes and backslashes removed, joined by one space (redirections
+// are not words), and the same after each leading VAR=value assignment and
+// wrapper with its options and their arguments (sudo -u root, env -u NAME,
+// exec -a NAME, timeout -s SIG 5, stdbuf -o L, xargs -a FILE, nice -n N
+// ...), with a directory removed (/bin/rm); the line a wrapper runs (sh -c
+// LINE, eval WORDS, env -S LINE) is checked in turn, and deny regular
+// expressions also see the whole line. A line the parser refuses is split
+// by hand instead (at ; & | newlines, parentheses, braces, backquotes and
+// $( ), and deny rules see the pieces with quoting removed. When Allow is
+// not empty, every simple command with words must match an allow rule as
+// written: assignments, words (quotes kept) and redirections, one space
+// apart.
 //
 // This is a guard rail against mistakes, not a boundary: a shell can always
 // build a command the rules do not see (sh -c "$(echo ... | base64 -d)").
@@ -92,9 +101,11 @@ type EnvPolicy struct {
 // a result's text content and details strings (streamed partial results
 // included) and in the audit log becomes "[REDACTED]".
 type RedactPolicy struct {
-	// Env names host environment variables whose values are secret, read
-	// when the sandbox opens. Values shorter than 4 bytes are ignored: they
-	// would blank ordinary text.
+	// Env names environment variables whose values are secret: the value
+	// Env.Set gives the name and the host's value, both read when the
+	// sandbox opens. Values shorter than 4 bytes are ignored: they would
+	// blank ordinary text. [Policy.Warnings] reports names with nothing to
+	// redact.
 	Env []string `json:"env,omitempty"`
 	// Patterns are regular expressions (Go syntax) of secrets, e.g.
 	// "ghp_[A-Za-z0-9]{36}".
@@ -176,7 +187,10 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 	fs.Func("allow-command-regex", "allow bash commands matching `REGEX` (repeatable)", rule(&p.Commands.Allow, true))
 	fs.Func("deny-command", "block bash commands starting with `PREFIX` (repeatable)", rule(&p.Commands.Deny, false))
 	fs.Func("deny-command-regex", "block bash commands matching `REGEX` (repeatable)", rule(&p.Commands.Deny, true))
-	fs.Func("deny-tool", "block every call of tool `NAME` (repeatable)", func(v string) error {
+	fs.Func("deny-tool", "block every call of tool `NAME` (repeatable): "+strings.Join(ToolNames, ", "), func(v string) error {
+		if err := checkToolName(v); err != nil {
+			return err
+		}
 		p.DenyTools = append(p.DenyTools, v)
 		return nil
 	})
@@ -194,7 +208,7 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		p.Env.Allow = append(p.Env.Allow, v)
 		return nil
 	})
-	fs.Func("redact-env", "redact the value of host variable `NAME` from results (repeatable)", func(v string) error {
+	fs.Func("redact-env", "redact the value of variable `NAME` (the host's, or the one --env NAME=VALUE sets) from results (repeatable)", func(v string) error {
 		p.Redact.Env = append(p.Redact.Env, v)
 		return nil
 	})
@@ -206,4 +220,54 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		return nil
 	})
 	fs.StringVar(&p.AuditLog, "audit-log", p.AuditLog, "append one JSON line per tool call to `FILE`")
+}
+
+// ToolNames are the tools a sandbox has, the names DenyTools may use.
+var ToolNames = []string{"read", "bash", "edit", "write", "grep", "find", "ls"}
+
+func checkToolName(name string) error {
+	if slices.Contains(ToolNames, name) {
+		return nil
+	}
+	hint := ""
+	if i := slices.IndexFunc(ToolNames, func(t string) bool { return strings.EqualFold(t, name) }); i >= 0 {
+		hint = fmt.Sprintf("; did you mean %q?", ToolNames[i])
+	}
+	return fmt.Errorf("sandbox: policy: unknown tool %q in the tool deny list (known: %s)%s", name, strings.Join(ToolNames, ", "), hint)
+}
+
+// Warnings lists what p, as given, will not do, for a person to read:
+// redact.env names that are set neither in the host environment nor by
+// env.set, or whose values are too short to be redacted. Nothing is wrong
+// with such a policy (an unset secret cannot leak), but a misspelt name
+// would otherwise protect nothing without a word.
+func (p Policy) Warnings() []string {
+	var out []string
+	for _, name := range slices.Compact(slices.Sorted(slices.Values(p.Redact.Env))) {
+		vals := secretValues(p, os.LookupEnv)(name)
+		switch {
+		case len(vals) == 0:
+			out = append(out, fmt.Sprintf("redact env %s: the variable is not set (not on the host, not by env.set / --env %s=VALUE), so nothing is redacted for it", name, name))
+		case !slices.ContainsFunc(vals, func(v string) bool { return len(v) >= minSecretLen }):
+			out = append(out, fmt.Sprintf("redact env %s: its value is shorter than %d bytes and is not redacted", name, minSecretLen))
+		}
+	}
+	return out
+}
+
+// secretValues returns the values of a redact.env name: env.set's, then the
+// host's through lookup (nil: not read).
+func secretValues(p Policy, lookup func(string) (string, bool)) func(string) []string {
+	return func(name string) []string {
+		var vs []string
+		if v, ok := p.Env.Set[name]; ok {
+			vs = append(vs, v)
+		}
+		if lookup != nil {
+			if v, ok := lookup(name); ok {
+				vs = append(vs, v)
+			}
+		}
+		return vs
+	}
 }

@@ -15,15 +15,21 @@ type compiledPolicy struct {
 	redact    *redactor
 }
 
-// compilePolicy compiles p; lookup reads the secrets' environment (nil:
-// none are read, for checking a file).
+// compilePolicy compiles p; lookup reads the secrets' host environment
+// (nil: none is read, for checking a file). Env.Set values named by
+// Redact.Env are secrets too.
 func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolicy, error) {
 	cp := &compiledPolicy{denyTools: slices.Clone(p.DenyTools)}
 	var err error
 	if cp.commands, err = compileCommands(p.Commands); err != nil {
 		return nil, err
 	}
-	if cp.redact, err = compileRedactor(p.Redact, lookup); err != nil {
+	for _, name := range p.DenyTools {
+		if err := checkToolName(name); err != nil {
+			return nil, err
+		}
+	}
+	if cp.redact, err = compileRedactor(p.Redact, secretValues(p, lookup)); err != nil {
 		return nil, err
 	}
 	for _, pat := range p.Env.Allow {

@@ -22,22 +22,30 @@ const minSecretLen = 4
 // patterns, as alternatives.
 type redactor struct {
 	re *regexp.Regexp
+	// starts are where the secrets' matches can start, for redacting a
+	// stream ([redactWriter]); unbounded is whether a pattern's matches
+	// have no length bound.
+	starts    []streamStart
+	unbounded bool
 }
 
-// compileRedactor reads the named variables' values through lookup (nil:
+// compileRedactor reads the named variables' values through values (nil:
 // none are read).
-func compileRedactor(p RedactPolicy, lookup func(string) (string, bool)) (*redactor, error) {
+func compileRedactor(p RedactPolicy, values func(string) []string) (*redactor, error) {
 	var lits []string
-	if lookup != nil {
+	if values != nil {
 		for _, name := range p.Env {
-			if v, ok := lookup(name); ok && len(v) >= minSecretLen {
-				lits = append(lits, v)
+			for _, v := range values(name) {
+				if len(v) >= minSecretLen {
+					lits = append(lits, v)
+				}
 			}
 		}
 	}
 	slices.SortFunc(lits, func(a, b string) int { return len(b) - len(a) })
+	lits = slices.Compact(lits)
 	var alts []string
-	for _, l := range slices.Compact(lits) {
+	for _, l := range lits {
 		alts = append(alts, regexp.QuoteMeta(l))
 	}
 	for _, pat := range p.Patterns {
@@ -56,7 +64,9 @@ func compileRedactor(p RedactPolicy, lookup func(string) (string, bool)) (*redac
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: policy: redact: %w", err)
 	}
-	return &redactor{re: re}, nil
+	r := &redactor{re: re, starts: streamStarts(lits, p.Patterns)}
+	r.unbounded = slices.ContainsFunc(r.starts, func(s streamStart) bool { return s.unbounded })
+	return r, nil
 }
 
 func (r *redactor) text(s string) (string, bool) {
@@ -155,10 +165,13 @@ func (r *redactor) raw(b json.RawMessage) json.RawMessage {
 	return q
 }
 
-// middleware redacts final and partial results.
+// middleware redacts final and partial results, and marks the call's
+// context so the output of the commands it runs is redacted as it streams,
+// before any window is cut from it ([withStreamRedaction]).
 func (r *redactor) middleware() loop.ExecMiddleware {
 	return func(next loop.ExecHandler) loop.ExecHandler {
 		return func(ctx context.Context, call *loop.Call, update loop.UpdateFunc) *loop.Result {
+			ctx = withStreamRedaction(ctx, r)
 			up := update
 			if update != nil {
 				up = func(p *loop.Result) { update(r.result(p)) }

@@ -49,7 +49,8 @@ func newSandbox(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error
 			return nil, err
 		}
 	}
-	b = withEnv(b, cfg.Policy.Env)
+	// Streamed output is redacted before any tool cuts a window of it.
+	b = withOutputRedaction(withEnv(b, cfg.Policy.Env))
 	s := &Sandbox{backend: b, tools: tools.All(b), policy: pol}
 	if cfg.Policy.AuditLog != "" {
 		if s.audit, err = openAudit(cfg.Policy.AuditLog, pol.redact); err != nil {

@@ -36,7 +36,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	defer closeFn()
-	t := &mcp.IOTransport{Reader: readCloser(io.in), Writer: nopWriteCloser{io.out}}
+	t := &stdioTransport{in: readCloser(io.in), out: io.out}
 	if err := newMCPServer(l).Run(ctx, t); err != nil && !cleanEnd(err) {
 		fmt.Fprintf(io.err, "pi-sandbox serve: %v\n", err)
 		return 1

@@ -42,6 +42,11 @@ func (f *cmdFlags) parse(args []string) (rest []string, code int, ok bool) {
 		fmt.Fprintf(f.io.err, "pi-sandbox %s: %v\n", f.name, err)
 		return nil, 2, false
 	}
+	// A policy that protects less than it says (a redact-env name that is
+	// not set) runs, with a word on stderr.
+	for _, w := range f.cfg.Policy.Warnings() {
+		fmt.Fprintf(f.io.err, "pi-sandbox %s: warning: %s\n", f.name, w)
+	}
 	return f.Args(), 0, true
 }
 
