@@ -43,6 +43,7 @@ type editTool struct {
 var (
 	_ loop.Tool             = (*editTool)(nil)
 	_ loop.ArgumentPreparer = (*editTool)(nil)
+	_ loop.StartOrdered     = (*editTool)(nil)
 )
 
 // NewEdit returns pi's edit tool on fsys. Paths resolve against
@@ -57,6 +58,10 @@ func (*editTool) Label() string               { return "edit" }
 func (*editTool) Description() string         { return editDescription }
 func (*editTool) Parameters() json.RawMessage { return editSchema }
 func (*editTool) Mode() loop.Mode             { return loop.Parallel }
+
+// StartOrdered makes the loop start a batch's edit and write calls in
+// source order, so they enter the mutation queue in that order.
+func (*editTool) StartOrdered() {}
 
 // PrepareArguments folds edit's legacy argument forms into edits (§7.1): an
 // edits JSON string, a single edits object, and top-level oldText/newText.

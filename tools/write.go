@@ -34,6 +34,10 @@ func (*writeTool) Description() string         { return writeDescription }
 func (*writeTool) Parameters() json.RawMessage { return writeSchema }
 func (*writeTool) Mode() loop.Mode             { return loop.Parallel }
 
+// StartOrdered makes the loop start a batch's edit and write calls in
+// source order, so they enter the mutation queue in that order.
+func (*writeTool) StartOrdered() {}
+
 type writeArgs struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
