@@ -63,11 +63,28 @@ type FindFS interface {
 }
 
 // LineCountFS is implemented by backends that can count lines in the target
-// without transferring the file.
+// without transferring the file. Where counting there saves nothing (a
+// local file, a small remote one) CountLines returns ErrUnsupported, so
+// callers that can stream on instead do (see CountLinesInTarget); a backend
+// that never saves anything does not implement it.
 type LineCountFS interface {
 	FS
-	// CountLines returns the number of "\n" bytes in name and its size.
+	// CountLines returns the number of "\n" bytes in name and its size, or
+	// an error wrapping ErrUnsupported.
 	CountLines(ctx context.Context, name string) (newlines, size int64, err error)
+}
+
+// CountLinesInTarget counts the "\n" bytes of name in the target, through
+// LineCountFS, without a fallback: it returns an error wrapping
+// ErrUnsupported when fsys cannot count there more cheaply than a caller
+// streaming the file would. Wrappers of a backend forward it with this
+// function, not with CountLines.
+func CountLinesInTarget(ctx context.Context, fsys FS, name string) (newlines, size int64, err error) {
+	lc, ok := fsys.(LineCountFS)
+	if !ok {
+		return 0, 0, ErrUnsupported
+	}
+	return lc.CountLines(ctx, name)
 }
 
 // CountLines counts the "\n" bytes of name, through LineCountFS when fsys has
