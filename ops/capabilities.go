@@ -21,6 +21,9 @@ type GrepQuery struct {
 	// MaxMatches stops the search after that many match events (0: no
 	// limit). Context lines that follow the last match are still reported.
 	MaxMatches int `json:"maxMatches,omitempty"`
+	// MaxText keeps at most that many bytes of each reported line in
+	// GrepEvent.Text (0: the whole line, up to the engine's line bound).
+	MaxText int `json:"maxText,omitempty"`
 }
 
 // GrepEvent is one output line of a search, in rg's order: files in walk
@@ -33,6 +36,9 @@ type GrepEvent struct {
 	Match bool   `json:"match,omitempty"` // false for a context line
 	// Text is the line without its trailing "\n" or "\r\n", as raw bytes.
 	Text []byte `json:"text"`
+	// Truncated is set when Text is only the beginning of the line (cut
+	// at GrepQuery.MaxText, or a line over the engine's bound).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // GrepFS is implemented by backends that search inside the target.
