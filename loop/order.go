@@ -11,7 +11,8 @@ import (
 // queue registrations happen in source order; goroutines do not promise
 // that. In a parallel batch the loop therefore starts such a call only once
 // every earlier call of a StartOrdered tool has marked its start
-// ([MarkStarted]) or returned. Other calls do not wait.
+// ([MarkStarted]) or returned. Other calls do not wait. A tool that wraps a
+// StartOrdered tool exposes it with an Unwrap() Tool method.
 type StartOrdered interface {
 	// StartOrdered is a marker; it is never called.
 	StartOrdered()
@@ -40,8 +41,19 @@ func MarkStarted(ctx context.Context) {
 	}
 }
 
-// isStartOrdered reports whether c's tool wants ordered starts.
+// isStartOrdered reports whether c's tool wants ordered starts, looking
+// through wrappers: a tool that wraps another has Unwrap() Tool.
 func isStartOrdered(c *Call) bool {
-	_, ok := c.Tool.(StartOrdered)
-	return ok
+	t := c.Tool
+	for t != nil {
+		if _, ok := t.(StartOrdered); ok {
+			return true
+		}
+		u, ok := t.(interface{ Unwrap() Tool })
+		if !ok {
+			return false
+		}
+		t = u.Unwrap()
+	}
+	return false
 }

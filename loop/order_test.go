@@ -160,3 +160,37 @@ func TestStartOrderedAbortWhileWaiting(t *testing.T) {
 		t.Errorf("started %v: the waiting call ran", started)
 	}
 }
+
+// wrapped hides a tool's methods except loop.Tool, and exposes it with
+// Unwrap, as the tools' own wrappers do.
+type wrapped struct{ loop.Tool }
+
+func (w wrapped) Unwrap() loop.Tool { return w.Tool }
+
+// TestStartOrderedThroughWrapper: the loop finds the marker through
+// Unwrap, so a wrapped edit or write keeps its order.
+func TestStartOrderedThroughWrapper(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		started []int
+	)
+	release := make(chan struct{})
+	close(release)
+	l, err := loop.New([]loop.Tool{wrapped{wrapped{orderedTool{name: "ord", mu: &mu, started: &started, release: release}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 20 {
+		started = nil
+		var calls []loop.ToolCall
+		for i := range 10 {
+			calls = append(calls, loop.ToolCall{ID: fmt.Sprint(i), Name: "ord", Arguments: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))})
+		}
+		l.RunBatch(context.Background(), nil, calls, nil)
+		for i, got := range started {
+			if got != i {
+				t.Fatalf("start order %v through a wrapper, want 0..9", started)
+			}
+		}
+	}
+}

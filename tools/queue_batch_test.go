@@ -18,8 +18,7 @@ import (
 // with every call a success.
 func TestBatchWriteThenEditInSourceOrder(t *testing.T) {
 	m := memfs.New()
-	q := NewMutationQueue(m)
-	l, err := loop.New([]loop.Tool{NewWrite(m, m.Info(), q), NewEdit(m, m.Info(), q)})
+	l, err := loop.New(All(m)) // as the sandbox and the CLI build them (wrapped)
 	if err != nil {
 		t.Fatal(err)
 	}
