@@ -67,11 +67,30 @@ func (l *Loop) RunBatch(ctx context.Context, msg *AssistantMessage, calls []Tool
 		prepared[i] = c
 	}
 	var wg sync.WaitGroup
+	// Calls of StartOrdered tools start in source order (see StartOrdered):
+	// each waits for the previous one's gate.
+	var prevGate *startGate
 	for i, c := range prepared {
 		if c == nil {
 			continue
 		}
+		var wait, gate *startGate
+		cctx := ctx
+		if isStartOrdered(c) {
+			wait, gate = prevGate, newStartGate()
+			prevGate = gate
+			cctx = context.WithValue(ctx, startedKey{}, gate)
+		}
 		wg.Go(func() {
+			if gate != nil {
+				defer gate.open()
+			}
+			if wait != nil {
+				select {
+				case <-wait.ch:
+				case <-ctx.Done():
+				}
+			}
 			var (
 				res *Result
 				dur *int64
@@ -79,7 +98,7 @@ func (l *Loop) RunBatch(ctx context.Context, msg *AssistantMessage, calls []Tool
 			if ctx.Err() != nil {
 				res = abortResult(ctx)
 			} else {
-				res, dur = l.run(ctx, c, em)
+				res, dur = l.run(cctx, c, em)
 			}
 			results[i] = l.finish(calls[i], res, dur, em)
 		})

@@ -22,6 +22,9 @@ type GrepQuery struct {
 	// MaxMatches stops the search after that many match events (0: no
 	// limit). Context lines that follow the last match are still reported.
 	MaxMatches int `json:"maxMatches,omitempty"`
+	// MaxText keeps at most that many bytes of each reported line in
+	// GrepEvent.Text (0: the whole line, up to the engine's line bound).
+	MaxText int `json:"maxText,omitempty"`
 }
 
 // GrepEvent is one output line of a search, in rg's order: files in walk
@@ -34,6 +37,9 @@ type GrepEvent struct {
 	Match bool   `json:"match,omitempty"` // false for a context line
 	// Text is the line without its trailing "\n" or "\r\n", as raw bytes.
 	Text []byte `json:"text"`
+	// Truncated is set when Text is only the beginning of the line (cut
+	// at GrepQuery.MaxText, or a line over the engine's bound).
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // GrepFS is implemented by backends that search inside the target.
@@ -75,11 +81,28 @@ type HostEnvRunner interface {
 }
 
 // LineCountFS is implemented by backends that can count lines in the target
-// without transferring the file.
+// without transferring the file. Where counting there saves nothing (a
+// local file, a small remote one) CountLines returns ErrUnsupported, so
+// callers that can stream on instead do (see CountLinesInTarget); a backend
+// that never saves anything does not implement it.
 type LineCountFS interface {
 	FS
-	// CountLines returns the number of "\n" bytes in name and its size.
+	// CountLines returns the number of "\n" bytes in name and its size, or
+	// an error wrapping ErrUnsupported.
 	CountLines(ctx context.Context, name string) (newlines, size int64, err error)
+}
+
+// CountLinesInTarget counts the "\n" bytes of name in the target, through
+// LineCountFS, without a fallback: it returns an error wrapping
+// ErrUnsupported when fsys cannot count there more cheaply than a caller
+// streaming the file would. Wrappers of a backend forward it with this
+// function, not with CountLines.
+func CountLinesInTarget(ctx context.Context, fsys FS, name string) (newlines, size int64, err error) {
+	lc, ok := fsys.(LineCountFS)
+	if !ok {
+		return 0, 0, ErrUnsupported
+	}
+	return lc.CountLines(ctx, name)
 }
 
 // CountLines counts the "\n" bytes of name, through LineCountFS when fsys has

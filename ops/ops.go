@@ -124,7 +124,10 @@ type Backend interface {
 
 // Info describes a target.
 type Info struct {
-	Backend  string // "local", "docker" or "ssh"
+	// Backend is a display name ("local", "docker", "ssh") for people and
+	// logs. No code decides on it: a difference in behaviour or cost is a
+	// capability (an interface such as LineCountFS, or Capabilities).
+	Backend  string
 	WorkDir  string // absolute working directory for tools and commands
 	Home     string // the target user's home directory
 	User     string // the target user's name ("" when unknown)

@@ -43,6 +43,7 @@ type editTool struct {
 var (
 	_ loop.Tool             = (*editTool)(nil)
 	_ loop.ArgumentPreparer = (*editTool)(nil)
+	_ loop.StartOrdered     = (*editTool)(nil)
 )
 
 // NewEdit returns pi's edit tool on fsys. Paths resolve against
@@ -57,6 +58,10 @@ func (*editTool) Label() string               { return "edit" }
 func (*editTool) Description() string         { return editDescription }
 func (*editTool) Parameters() json.RawMessage { return editSchema }
 func (*editTool) Mode() loop.Mode             { return loop.Parallel }
+
+// StartOrdered makes the loop start a batch's edit and write calls in
+// source order, so they enter the mutation queue in that order.
+func (*editTool) StartOrdered() {}
 
 // PrepareArguments folds edit's legacy argument forms into edits (§7.1): an
 // edits JSON string, a single edits object, and top-level oldText/newText.
@@ -135,16 +140,16 @@ func (t *editTool) Execute(ctx context.Context, _ string, args map[string]any, _
 }
 
 // edit runs with the file's queue held. Like pi (and write), it does not
-// interrupt a file operation in flight: an abort is noticed between the
-// steps, so the queue is released only once the operation settled, and a
-// write that was under way when the abort came lands although the call
-// reports "Operation aborted".
+// interrupt the write once it is under way: an abort is noticed between the
+// steps, so the queue is released only once the write settled (or
+// settleGrace after the abort), and a write that was under way when the
+// abort came lands although the call reports "Operation aborted". The steps
+// before the write (access, stat, read) end with ctx.
 func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec) (*loop.Result, error) {
-	fctx := context.WithoutCancel(ctx)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	if err := t.fsys.Access(fctx, abs, ops.AccessRead|ops.AccessWrite); err != nil {
+	if err := t.fsys.Access(ctx, abs, ops.AccessRead|ops.AccessWrite); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}
@@ -153,10 +158,27 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	data, err := ops.ReadFile(fctx, t.fsys, abs)
+	fi, err := t.fsys.Stat(ctx, abs)
 	if err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
+		}
+		return nil, editAccessError(path, err)
+	}
+	if kind := irregularKind(fi); kind != "" {
+		return nil, errNotRegular("edit", path, kind)
+	}
+	if !fi.IsDir() && fi.Size() > maxEditBytes {
+		return nil, errEditTooLarge(path, fi.Size())
+	}
+	data, err := readBounded(ctx, t.fsys, abs, fi.Size(), maxEditBytes)
+	if err != nil {
+		if err := checkAbort(ctx); err != nil {
+			return nil, err
+		}
+		var big *tooLargeError
+		if errors.As(err, &big) {
+			return nil, errEditTooLarge(path, big.size)
 		}
 		if ops.ErrnoOf(err) == ops.EISDIR {
 			return nil, textErr(nodeErrorNoPath(err, "read"), err)
@@ -168,6 +190,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	}
 
 	bom, content := stripBOM(decodeString(data))
+	data = nil
 	applied, err := applyEdits(normalizeToLF(content), edits, path)
 	if err != nil {
 		return nil, err
@@ -179,7 +202,9 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 	out := bom + restoreLineEndings(content, applied.reps)
-	if err := t.fsys.WriteFile(fctx, abs, []byte(out), 0o666); err != nil {
+	wctx, stop := settleCtx(ctx)
+	defer stop()
+	if err := t.fsys.WriteFile(wctx, abs, []byte(out), 0o666); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}

@@ -1,9 +1,9 @@
 package tools
 
 import (
-	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // edit's details: the numbered display diff, the unified patch and the first
@@ -14,12 +14,20 @@ import (
 
 // diffPart is a run of whole lines: unchanged, added or removed. Each line
 // keeps its "\n" (only the last line of a text may lack it).
+//
+// An unchanged run may have a hole: hidden more lines, not split out, sit
+// between lines[:holeAt] and lines[holeAt:], each side holding at least the
+// 4 context lines the formatters show (see editParts).
 type diffPart struct {
 	added, removed bool
 	lines          []string
+	holeAt, hidden int
 }
 
 func (p diffPart) changed() bool { return p.added || p.removed }
+
+// count is the number of lines of the run, hidden ones included.
+func (p diffPart) count() int { return len(p.lines) + p.hidden }
 
 // diffTokens splits s into lines that keep their "\n", as jsdiff's line
 // tokenizer does ("" has no lines).
@@ -220,26 +228,93 @@ func blockParts(oldTok, newTok []string) []diffPart {
 // hands to the line diff; farther lines are known to be equal.
 const diffWindow = 32
 
+// maxGapLines is the longest run of unchanged lines between two windows
+// that editParts splits into lines. A longer run keeps only gapKeep lines
+// at each end and a hole for the rest (the formatters show at most 4 lines
+// at each end of a run), so a file of millions of lines costs no per-line
+// tables (issue 17.1).
+const (
+	maxGapLines = 4096
+	gapKeep     = 8
+)
+
+// lineCursor finds line numbers and line starts in s, moving forward from
+// the last answer (editParts asks in increasing order).
+type lineCursor struct {
+	s          string
+	pos, count int // count = number of "\n" in s[:pos]
+	line, off  int // off = byte offset where token line starts
+}
+
+// lineAt returns the number of "\n" in s[:off], the index of the token
+// that contains off (as the line tables answered).
+func (c *lineCursor) lineAt(off int) int {
+	off = min(off, len(c.s))
+	if off < c.pos {
+		c.pos, c.count = 0, 0
+	}
+	c.count += strings.Count(c.s[c.pos:off], "\n")
+	c.pos = off
+	return c.count
+}
+
+// start returns the byte offset where token i starts (len(s) past the end).
+func (c *lineCursor) start(i int) int {
+	if i < c.line {
+		c.line, c.off = 0, 0
+	}
+	for c.line < i && c.off < len(c.s) {
+		j := strings.IndexByte(c.s[c.off:], '\n')
+		if j < 0 {
+			c.off = len(c.s)
+		} else {
+			c.off += j + 1
+		}
+		c.line++
+	}
+	return c.off
+}
+
+// tokens returns the tokens [i, j) of s.
+func (c *lineCursor) tokens(i, j int) []string {
+	if j <= i {
+		return nil
+	}
+	a := c.start(i)
+	b := c.start(j)
+	return diffTokens(c.s[a:b])
+}
+
+// tokenCount is len(diffTokens(s)).
+func tokenCount(s string) int {
+	n := strings.Count(s, "\n")
+	if len(s) > 0 && !strings.HasSuffix(s, "\n") {
+		n++
+	}
+	return n
+}
+
 // editParts is the line diff of base → newText computed, as pi 1.6 does,
 // only in windows of diffWindow lines around the replacements reps (in base
 // coordinates) that produced newText. It equals the whole-file diff except,
-// possibly, for how repeated lines are aligned.
+// possibly, for how repeated lines are aligned. Only the windows and the
+// short runs between them are split into lines.
 func editParts(base, newText string, reps []lfReplacement) []diffPart {
-	baseTok, newTok := diffTokens(base), diffTokens(newText)
-	baseStarts, newStarts := tokenStarts(baseTok), tokenStarts(newTok)
+	bc, nc := &lineCursor{s: base}, &lineCursor{s: newText}
+	baseN, newN := tokenCount(base), tokenCount(newText)
 	type window struct{ bs, be, ns, ne int }
 	var wins []window
 	delta := 0
 	for _, r := range reps {
-		bs := lineAt(base, baseStarts, r.start)
-		be := min(len(baseTok), lineAt(base, baseStarts, r.end)+1)
+		bs := bc.lineAt(r.start)
+		be := min(baseN, bc.lineAt(r.end)+1)
 		nStart, nEnd := r.start+delta, r.start+delta+len(r.text)
 		delta += len(r.text) - (r.end - r.start)
-		ns := lineAt(newText, newStarts, nStart)
-		ne := min(len(newTok), lineAt(newText, newStarts, nEnd)+1)
+		ns := nc.lineAt(nStart)
+		ne := min(newN, nc.lineAt(nEnd)+1)
 		w := window{bs: max(0, bs-diffWindow)}
 		w.ns = ns - (bs - w.bs)
-		w.be = min(len(baseTok), be+diffWindow)
+		w.be = min(baseN, be+diffWindow)
 		w.ne = ne + (w.be - be)
 		if n := len(wins); n > 0 && w.bs <= wins[n-1].be {
 			if w.be > wins[n-1].be {
@@ -249,24 +324,34 @@ func editParts(base, newText string, reps []lfReplacement) []diffPart {
 		}
 		wins = append(wins, w)
 	}
+	whole := func() []diffPart { return diffTokensParts(diffTokens(base), diffTokens(newText)) }
+	// gap is the unchanged base lines [from, to).
+	gap := func(from, to int) diffPart {
+		if to-from <= maxGapLines {
+			return diffPart{lines: bc.tokens(from, to)}
+		}
+		head := bc.tokens(from, from+gapKeep)
+		tail := bc.tokens(to-gapKeep, to)
+		return diffPart{lines: append(head, tail...), holeAt: len(head), hidden: to - from - 2*gapKeep}
+	}
 	// The lines between windows are equal by construction; anything else
 	// is a bug, answered with the whole-file diff.
 	var parts []diffPart
 	pb, pn := 0, 0
 	for _, w := range wins {
-		if w.bs-pb != w.ns-pn || w.ns < pn || w.ne > len(newTok) || w.ne < w.ns {
-			return diffTokensParts(baseTok, newTok)
+		if w.bs-pb != w.ns-pn || w.ns < pn || w.ne > newN || w.ne < w.ns || w.bs < pb {
+			return whole()
 		}
-		parts = appendParts(parts, diffPart{lines: baseTok[pb:w.bs]})
-		for _, p := range diffTokensParts(baseTok[w.bs:w.be], newTok[w.ns:w.ne]) {
+		parts = appendParts(parts, gap(pb, w.bs))
+		for _, p := range diffTokensParts(bc.tokens(w.bs, w.be), nc.tokens(w.ns, w.ne)) {
 			parts = appendParts(parts, p)
 		}
 		pb, pn = w.be, w.ne
 	}
-	if len(baseTok)-pb != len(newTok)-pn {
-		return diffTokensParts(baseTok, newTok)
+	if baseN-pb != newN-pn {
+		return whole()
 	}
-	return appendParts(parts, diffPart{lines: baseTok[pb:]})
+	return appendParts(parts, gap(pb, baseN))
 }
 
 // diffTokensParts is the bounded Myers diff with the block fallback.
@@ -278,37 +363,33 @@ func diffTokensParts(oldTok, newTok []string) []diffPart {
 }
 
 // appendParts appends p, merging it into the previous part of the same kind
-// (the formatters expect maximal runs) and dropping empty parts.
+// (the formatters expect maximal runs) and dropping empty parts. Merging
+// two unchanged runs with holes keeps the first one's head and the second
+// one's tail around one hole.
 func appendParts(parts []diffPart, p diffPart) []diffPart {
 	if len(p.lines) == 0 {
 		return parts
 	}
-	if n := len(parts); n > 0 && parts[n-1].added == p.added && parts[n-1].removed == p.removed {
-		last := parts[n-1].lines
-		parts[n-1].lines = append(last[:len(last):len(last)], p.lines...)
-		return parts
+	n := len(parts)
+	if n == 0 || parts[n-1].added != p.added || parts[n-1].removed != p.removed {
+		return append(parts, p)
 	}
-	return append(parts, p)
-}
-
-// tokenStarts returns the byte offset at which each token starts.
-func tokenStarts(toks []string) []int {
-	starts := make([]int, len(toks))
-	off := 0
-	for i, t := range toks {
-		starts[i] = off
-		off += len(t)
+	last := parts[n-1]
+	merged := diffPart{added: p.added, removed: p.removed}
+	switch {
+	case last.hidden > 0 && p.hidden > 0:
+		merged.lines = append(last.lines[:last.holeAt:last.holeAt], p.lines[p.holeAt:]...)
+		merged.holeAt = last.holeAt
+		merged.hidden = last.hidden + (len(last.lines) - last.holeAt) + p.holeAt + p.hidden
+	case p.hidden > 0:
+		merged.lines = append(last.lines[:len(last.lines):len(last.lines)], p.lines...)
+		merged.holeAt, merged.hidden = len(last.lines)+p.holeAt, p.hidden
+	default:
+		merged.lines = append(last.lines[:len(last.lines):len(last.lines)], p.lines...)
+		merged.holeAt, merged.hidden = last.holeAt, last.hidden
 	}
-	return starts
-}
-
-// lineAt returns the number of "\n" in s[:off], the index of the line that
-// contains off.
-func lineAt(s string, starts []int, off int) int {
-	if off >= len(s) && strings.HasSuffix(s, "\n") {
-		return len(starts)
-	}
-	return max(0, sort.SearchInts(starts, off+1)-1)
+	parts[n-1] = merged
+	return parts
 }
 
 // trimNL drops a line's trailing "\n".
@@ -366,26 +447,27 @@ func displayDiff(parts []diffPart, oldStr, newStr string, contextLines int) (str
 		before := i > 0 && parts[i-1].changed()
 		after := i < len(parts)-1 && parts[i+1].changed()
 		raw := part.lines
+		total := part.count()
 		// Lines shown at the start and at the end of the run.
 		head, tail := 0, 0
 		switch {
 		case before && after:
-			if len(raw) <= 2*contextLines {
-				head = len(raw)
+			if total <= 2*contextLines {
+				head = total
 			} else {
 				head, tail = contextLines, contextLines
 			}
 		case before:
-			head = min(len(raw), contextLines)
+			head = min(total, contextLines)
 		case after:
-			tail = min(len(raw), contextLines)
+			tail = min(total, contextLines)
 		}
 		for _, l := range raw[:head] {
 			line(' ', oldLine, l)
 			oldLine++
 			newLine++
 		}
-		if skipped := len(raw) - head - tail; skipped > 0 {
+		if skipped := total - head - tail; skipped > 0 {
 			if before || after {
 				ellipsis()
 			}
@@ -453,10 +535,10 @@ func unifiedPatch(name string, parts []diffPart, context int) string {
 			continue
 		}
 		if oldRangeStart != 0 {
-			if len(lines) <= context*2 && i < len(parts)-2 {
+			if part.count() <= context*2 && i < len(parts)-2 {
 				cur = append(cur, prefixed(" ", lines)...)
 			} else {
-				n := min(len(lines), context)
+				n := min(part.count(), context)
 				cur = append(cur, prefixed(" ", lines[:n])...)
 				hunks = append(hunks, patchHunk{
 					oldStart: oldRangeStart, oldLines: oldLine - oldRangeStart + n,
@@ -466,8 +548,8 @@ func unifiedPatch(name string, parts []diffPart, context int) string {
 				oldRangeStart, newRangeStart, cur = 0, 0, nil
 			}
 		}
-		oldLine += len(lines)
-		newLine += len(lines)
+		oldLine += part.count()
+		newLine += part.count()
 	}
 
 	var b strings.Builder
@@ -503,11 +585,46 @@ type editDetails struct {
 // computeEditDetails diffs the LF base against the LF result, around the
 // replacements reps that produced it.
 func computeEditDetails(name, base, newText string, reps []lfReplacement) editDetails {
-	parts := editParts(base, newText, reps)
+	parts := cutLongLines(editParts(base, newText, reps))
 	diff, first := displayDiff(parts, base, newText, 4)
 	d := editDetails{Diff: diff, Patch: unifiedPatch(name, parts, 4)}
 	if first > 0 {
 		d.FirstChangedLine = &first
 	}
 	return d
+}
+
+// maxDiffLineBytes bounds one line of the details' diff and patch: a longer
+// line (a minified file, a file of NUL bytes) is cut there with a note of
+// how many bytes were left out, so the details hold a bounded window of
+// the file (issue 17.1). A patch with a cut line does not apply.
+const maxDiffLineBytes = 16 << 10
+
+// cutLongLines returns parts with every line over maxDiffLineBytes cut.
+func cutLongLines(parts []diffPart) []diffPart {
+	for i, p := range parts {
+		var cut []string
+		for j, l := range p.lines {
+			body, nl := strings.CutSuffix(l, "\n")
+			if len(body) <= maxDiffLineBytes {
+				continue
+			}
+			if cut == nil {
+				cut = append([]string(nil), p.lines...)
+			}
+			k := maxDiffLineBytes
+			for k > 0 && !utf8.RuneStart(body[k]) {
+				k--
+			}
+			c := body[:k] + "… [" + strconv.Itoa(len(body)-k) + " more bytes]"
+			if nl {
+				c += "\n"
+			}
+			cut[j] = c
+		}
+		if cut != nil {
+			parts[i].lines = cut
+		}
+	}
+	return parts
 }

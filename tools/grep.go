@@ -127,13 +127,14 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 		Context:    contextLines,
 		// One more than the limit: a further match proves more exist.
 		MaxMatches: limit + 1,
+		MaxText:    grepMaxText,
 	}
 	if a.Glob != nil {
 		q.Glob = stripDotSlash(*a.Glob)
 	}
 
 	var (
-		lines          []string
+		out            grepOutput
 		matches        int
 		limitReached   bool
 		linesTruncated bool
@@ -152,7 +153,7 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 			}
 		}
 		text, cut := truncateLine(decodeString(ev.Text), grepMaxLineLength)
-		linesTruncated = linesTruncated || cut
+		linesTruncated = linesTruncated || cut || ev.Truncated
 		rel := decodeString([]byte(ev.Path))
 		sep := "-"
 		if ev.Match {
@@ -160,7 +161,7 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 			matches++
 			lastPath, lastLine = ev.Path, ev.Line
 		}
-		lines = append(lines, rel+sep+strconv.Itoa(ev.Line)+sep+" "+text)
+		out.add(rel + sep + strconv.Itoa(ev.Line) + sep + " " + text)
 		return nil
 	})
 	if ctx.Err() != nil {
@@ -172,8 +173,8 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 	if matches == 0 {
 		return loop.TextResult("No matches found", nil), nil
 	}
-	tr := truncateHead(strings.Join(lines, "\n"), maxSafeInteger, defaultMaxBytes)
-	out := tr.Content
+	tr := out.truncation()
+	text := tr.Content
 	var d grepDetails
 	var notices []string
 	if limitReached {
@@ -189,10 +190,59 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 		d.LinesTruncated = true
 	}
 	if len(notices) == 0 {
-		return loop.TextResult(out, nil), nil
+		return loop.TextResult(text, nil), nil
 	}
-	out += "\n\n[" + strings.Join(notices, ". ") + "]"
-	return loop.TextResult(out, &d), nil
+	text += "\n\n[" + strings.Join(notices, ". ") + "]"
+	return loop.TextResult(text, &d), nil
+}
+
+// grepMaxText is how much of a line the engine reports: more than enough
+// for grepMaxLineLength UTF-16 units (a unit takes at most 3 bytes), so a
+// line cut by the engine is one truncateLine would cut too.
+const grepMaxText = 4 << 10
+
+// grepOutput collects the output lines with bounded memory: pi joins them
+// and applies truncateHead with only the byte cap, so once the kept lines
+// exceed it the rest is only counted (issue 17.1: a search with millions of
+// matches held them all).
+type grepOutput struct {
+	kept       []string
+	full       bool
+	n          int  // lines added
+	newlines   int  // "\n" in all the lines joined (a path may hold one)
+	endsNL     bool // the last line ends in "\n"
+	totalBytes int  // joined size of all lines
+}
+
+func (o *grepOutput) add(line string) {
+	if o.n > 0 {
+		o.totalBytes++
+		o.newlines++
+	}
+	o.n++
+	o.totalBytes += len(line)
+	o.newlines += strings.Count(line, "\n")
+	o.endsNL = strings.HasSuffix(line, "\n")
+	if o.full {
+		return
+	}
+	o.kept = append(o.kept, line)
+	o.full = o.totalBytes > defaultMaxBytes
+}
+
+// truncation is truncateHead of all the lines joined by "\n"; past the
+// byte cap the kept lines decide the content, the counts the totals (as
+// splitLines counts them).
+func (o *grepOutput) truncation() truncation {
+	tr := truncateHead(strings.Join(o.kept, "\n"), maxSafeInteger, defaultMaxBytes)
+	if o.full {
+		tr.TotalLines = o.newlines + 1
+		if o.endsNL {
+			tr.TotalLines--
+		}
+		tr.TotalBytes = o.totalBytes
+	}
+	return tr
 }
 
 // stripDotSlash removes a leading "./" from a glob, after a "!" if any.

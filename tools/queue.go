@@ -6,12 +6,15 @@ import (
 	"path"
 	"sync"
 
+	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // MutationQueue is pi's file mutation queue (pi-contracts §6): edit and
 // write calls on the same file run one at a time, in the order Do was
-// called; calls on different files run in parallel.
+// called; calls on different files run in parallel. In a parallel batch
+// the loop calls edit and write in source order (they are
+// loop.StartOrdered), so Do is called in the order the model gave them.
 //
 // The key is the target's real path (so a symlink and its target share a
 // queue). When RealPath fails with ENOENT or ENOTDIR the lexical path is the
@@ -45,6 +48,9 @@ func (q *MutationQueue) Do(ctx context.Context, absPath string, fn func() error)
 	q.reg = mine
 	q.tickets++
 	q.mu.Unlock()
+	// The ticket fixes this call's place: the loop may start the batch's
+	// next edit or write (loop.StartOrdered).
+	loop.MarkStarted(ctx)
 
 	key, kerr := q.key(ctx, absPath)
 	if prev != nil {

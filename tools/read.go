@@ -70,6 +70,14 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 			return nil, nodeErr(err, "access", abs)
 		}
 	}
+	// Only regular files are read: a FIFO or a device never ends.
+	fi, err := t.fsys.Stat(ctx, abs)
+	if err != nil {
+		return nil, readErr(err, abs)
+	}
+	if kind := irregularKind(fi); kind != "" {
+		return nil, errNotRegular("read", a.Path, kind)
+	}
 	r, err := t.fsys.Open(ctx, abs)
 	if err != nil {
 		return nil, readErr(err, abs)
@@ -112,13 +120,11 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 			w.end = start + min(limit, math.MaxInt32)
 		}
 	}
-	var lineCount func() (int64, int64, error)
-	if _, ok := t.fsys.(ops.LineCountFS); ok && t.info.Backend != "local" {
-		// Counting in the target saves transferring the rest of the file.
-		// Locally streaming on costs the same as counting and is exact
-		// (see scanText on what the count cannot tell).
-		lineCount = func() (int64, int64, error) { return ops.CountLines(ctx, t.fsys, abs) }
-	}
+	// Counting in the target saves transferring the rest of the file; a
+	// backend where it saves nothing says ErrUnsupported and the scan
+	// streams on, which is exact (see scanText on what the count cannot
+	// tell).
+	lineCount := func() (int64, int64, error) { return ops.CountLinesInTarget(ctx, t.fsys, abs) }
 	s, err := scanText(ctx, io.MultiReader(bytes.NewReader(head), r), w, lineCount)
 	if err != nil {
 		return nil, readErr(err, abs)

@@ -3,8 +3,11 @@ package tools
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"unicode/utf8"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // readWindow selects the "\n"-separated pieces [start, end) of a file; end
@@ -45,9 +48,10 @@ const countAfter = 1 << 20
 // truncateHead (more than maxBytes, or maxLines+2 pieces), so memory stays
 // bounded whatever the file's size.
 //
-// When lineCount is set (a backend that counts lines in the target) and the
-// display is complete with more than countAfter bytes left, the scan stops
-// and lineCount gives the totals. Then, for a selection that runs to the end
+// When lineCount is set and the display is complete with more than
+// countAfter bytes left, the scan asks it for the totals (a backend that
+// counts lines in the target); if it answers ops.ErrUnsupported the scan
+// streams on, else it stops and lineCount gives the totals. Then, for a selection that runs to the end
 // of the file, the decoded size of the rest is taken as its raw size (exact
 // for valid UTF-8) and the file is assumed to end with "\n" when the rest
 // holds one (only details.truncation.totalLines depends on it).
@@ -172,6 +176,10 @@ func scanText(ctx context.Context, r io.Reader, w readWindow, lineCount func() (
 			continue
 		}
 		newlines, size, err := lineCount()
+		if errors.Is(err, ops.ErrUnsupported) {
+			lineCount = nil // counting saves nothing here: stream on
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -24,6 +24,10 @@ func withUserMessages(t loop.Tool) loop.Tool {
 
 type userMessageTool struct{ loop.Tool }
 
+// Unwrap returns the wrapped tool, so the loop sees its markers
+// (loop.StartOrdered).
+func (u *userMessageTool) Unwrap() loop.Tool { return u.Tool }
+
 func (u *userMessageTool) Execute(ctx context.Context, id string, args map[string]any, update loop.UpdateFunc) (*loop.Result, error) {
 	res, err := u.Tool.Execute(ctx, id, args, update)
 	if err != nil {

@@ -34,6 +34,10 @@ func (*writeTool) Description() string         { return writeDescription }
 func (*writeTool) Parameters() json.RawMessage { return writeSchema }
 func (*writeTool) Mode() loop.Mode             { return loop.Parallel }
 
+// StartOrdered makes the loop start a batch's edit and write calls in
+// source order, so they enter the mutation queue in that order.
+func (*writeTool) StartOrdered() {}
+
 type writeArgs struct {
 	Path    string `json:"path"`
 	Content string `json:"content"`
@@ -45,23 +49,37 @@ func (t *writeTool) Execute(ctx context.Context, _ string, args map[string]any, 
 		return nil, err
 	}
 	abs := resolveToCwd(a.Path, t.info.WorkDir, t.info.Home)
-	// The file operations run to completion even when ctx is done, so an
-	// aborted write releases the queue only once its write settled; the
-	// abort is checked between the steps (pi's contract: the file may be
-	// written and the call still report "Operation aborted").
-	fctx := context.WithoutCancel(ctx)
+	// mkdir and the check of an existing target end with ctx; the write
+	// itself runs to completion even when ctx is done (or until settleGrace
+	// after it), so an aborted write releases the queue only once its write
+	// settled; the abort is checked between the steps (pi's contract: the
+	// file may be written and the call still report "Operation aborted").
 	err := t.q.Do(ctx, abs, func() error {
 		if err := checkAbort(ctx); err != nil {
 			return err
 		}
 		dir := path.Dir(abs)
-		if err := t.fsys.MkdirAll(fctx, dir, 0o755); err != nil {
-			return mkdirErr(fctx, t.fsys, err, dir)
+		if err := t.fsys.MkdirAll(ctx, dir, 0o755); err != nil {
+			if err := checkAbort(ctx); err != nil {
+				return err
+			}
+			return mkdirErr(ctx, t.fsys, err, dir)
 		}
 		if err := checkAbort(ctx); err != nil {
 			return err
 		}
-		if err := t.fsys.WriteFile(fctx, abs, []byte(a.Content), 0o644); err != nil {
+		// Writing to a FIFO or a device would never end (or fill a disk):
+		// only regular files are replaced.
+		if fi, err := t.fsys.Stat(ctx, abs); err == nil {
+			if kind := irregularKind(fi); kind != "" {
+				return errNotRegular("write", a.Path, kind)
+			}
+		} else if err := checkAbort(ctx); err != nil {
+			return err
+		}
+		wctx, stop := settleCtx(ctx)
+		defer stop()
+		if err := t.fsys.WriteFile(wctx, abs, []byte(a.Content), 0o644); err != nil {
 			return nodeErr(err, "open", abs)
 		}
 		return checkAbort(ctx)

@@ -13,7 +13,7 @@ import (
 // Grep searches in the target with the ops/search engine.
 func (cl *Client) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
 	return cl.search(ctx, proto.GrepRequest(q), func(l *proto.SearchLine) error {
-		return fn(ops.GrepEvent{Path: string(l.Path), Line: l.Line, Match: l.Match, Text: l.Text})
+		return fn(ops.GrepEvent{Path: string(l.Path), Line: l.Line, Match: l.Match, Text: l.Text, Truncated: l.Cut})
 	})
 }
 

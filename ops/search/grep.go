@@ -95,8 +95,9 @@ type grepper struct {
 }
 
 type ctxLine struct {
-	n    int
-	text []byte
+	n         int
+	text      []byte
+	truncated bool
 }
 
 // file searches one file. explicit is true for the single file a query
@@ -124,7 +125,7 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 	cr := &chunkReader{r: src, buf: g.buf}
 	defer func() { g.buf = cr.buf }() // reused by the next file, grown or not
 	for first := true; ; first = false {
-		chunk, err := cr.next()
+		chunk, cut, err := cr.next()
 		if err == io.EOF {
 			break
 		}
@@ -148,6 +149,7 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 				stop = true
 			}
 		}
+		s.cutLast = cut
 		if err := s.chunk(chunk); err != nil {
 			return err
 		}
@@ -184,33 +186,60 @@ func sniffBOM(r io.Reader) (io.Reader, error) {
 	return rest, nil
 }
 
-// chunkSize is the initial read buffer; a longer line grows it.
+// chunkSize is the initial read buffer; a longer line grows it, up to
+// maxLineBytes.
 const chunkSize = 256 << 10
 
+// maxLineBytes bounds the part of a line that is searched and reported: a
+// longer line (a minified bundle, a sparse file's run of NUL bytes) is
+// matched on its first maxLineBytes only, reported with Truncated set, and
+// the rest of it is skipped, so a search holds a bounded buffer whatever
+// the file (issue 17.1). ripgrep searches the whole line.
+const maxLineBytes = 4 << 20
+
 // chunkReader returns a file as chunks of whole lines (the last one may lack
-// its "\n").
+// its "\n"; it is cut when it is the first maxLineBytes of a longer line).
 type chunkReader struct {
 	r          io.Reader
 	buf        []byte
 	start, end int
 	eof        bool
 	filled     bool
+	skip       bool   // discarding the rest of a cut line
 	window     []byte // the first binaryWindow bytes, after the first next
 }
 
-func (c *chunkReader) next() ([]byte, error) {
+func (c *chunkReader) next() (chunk []byte, cut bool, err error) {
 	n := copy(c.buf, c.buf[c.start:c.end])
 	c.start, c.end = 0, n
+	for c.skip {
+		if i := bytes.IndexByte(c.buf[:c.end], '\n'); i >= 0 {
+			c.end = copy(c.buf, c.buf[i+1:c.end])
+			c.skip = false
+			break
+		}
+		if c.eof {
+			c.end, c.skip = 0, false
+			break
+		}
+		k, err := c.r.Read(c.buf)
+		c.end = k
+		if err == io.EOF {
+			c.eof = true
+		} else if err != nil {
+			return nil, false, err
+		}
+	}
 	for !c.eof && c.end < len(c.buf) {
 		k, err := c.r.Read(c.buf[c.end:])
 		c.end += k
 		if err == io.EOF {
 			c.eof = true
 		} else if err != nil {
-			return nil, err
+			return nil, false, err
 		}
-		if c.end == len(c.buf) && bytes.IndexByte(c.buf[:c.end], '\n') < 0 {
-			nb := make([]byte, 2*len(c.buf))
+		if c.end == len(c.buf) && len(c.buf) < maxLineBytes && bytes.IndexByte(c.buf[:c.end], '\n') < 0 {
+			nb := make([]byte, min(2*len(c.buf), maxLineBytes))
 			copy(nb, c.buf[:c.end])
 			c.buf = nb
 		}
@@ -220,14 +249,19 @@ func (c *chunkReader) next() ([]byte, error) {
 		c.window = c.buf[:min(c.end, binaryWindow)]
 	}
 	if c.end == 0 {
-		return nil, io.EOF
+		return nil, false, io.EOF
 	}
-	cut := c.end
+	at := c.end
 	if !c.eof {
-		cut = bytes.LastIndexByte(c.buf[:c.end], '\n') + 1
+		at = bytes.LastIndexByte(c.buf[:c.end], '\n') + 1
+		if at == 0 {
+			// A full buffer without a "\n": the start of an over-long
+			// line. Hand it out cut and skip the rest of the line.
+			at, cut, c.skip = c.end, true, true
+		}
 	}
-	c.start = cut
-	return c.buf[:cut], nil
+	c.start = at
+	return c.buf[:at], cut, nil
 }
 
 // fileSearch is the per-file state: line numbers, the before-context ring,
@@ -240,6 +274,7 @@ type fileSearch struct {
 	before      []ctxLine
 	lastEmitted int
 	after       int
+	cutLast     bool // the current chunk's last line (without "\n") is cut
 }
 
 // chunk handles a chunk of whole lines. Without context, only matching
@@ -301,8 +336,14 @@ func (s *fileSearch) chunk(chunk []byte) error {
 // line handles line n (with its "\n", if any).
 func (s *fileSearch) line(n int, line []byte, isMatch bool) error {
 	text := line
+	truncated := false
 	if bytes.HasSuffix(text, []byte{'\n'}) {
 		text = bytes.TrimSuffix(text[:len(text)-1], []byte{'\r'})
+	} else {
+		truncated = s.cutLast
+	}
+	if max := s.g.q.MaxText; max > 0 && len(text) > max {
+		text, truncated = text[:max], true
 	}
 	g := s.g
 	limit := g.q.MaxMatches
@@ -313,13 +354,13 @@ func (s *fileSearch) line(n int, line []byte, isMatch bool) error {
 	case isMatch:
 		for _, b := range s.before {
 			if b.n > s.lastEmitted {
-				if err := s.emit(b.n, b.text, false); err != nil {
+				if err := s.emit(b.n, b.text, false, b.truncated); err != nil {
 					return err
 				}
 			}
 		}
 		s.before = s.before[:0]
-		if err := s.emit(n, text, true); err != nil {
+		if err := s.emit(n, text, true, truncated); err != nil {
 			return err
 		}
 		g.matches++
@@ -328,7 +369,7 @@ func (s *fileSearch) line(n int, line []byte, isMatch bool) error {
 			return errStop
 		}
 	case s.after > 0:
-		if err := s.emit(n, text, false); err != nil {
+		if err := s.emit(n, text, false, truncated); err != nil {
 			return err
 		}
 		s.after--
@@ -340,14 +381,14 @@ func (s *fileSearch) line(n int, line []byte, isMatch bool) error {
 			copy(s.before, s.before[1:])
 			s.before = s.before[:s.C-1]
 		}
-		s.before = append(s.before, ctxLine{n: n, text: bytes.Clone(text)})
+		s.before = append(s.before, ctxLine{n: n, text: bytes.Clone(text), truncated: truncated})
 	}
 	return nil
 }
 
-func (s *fileSearch) emit(n int, text []byte, match bool) error {
+func (s *fileSearch) emit(n int, text []byte, match, truncated bool) error {
 	s.lastEmitted = n
-	return s.g.fn(ops.GrepEvent{Path: s.rel, Line: n, Match: match, Text: bytes.Clone(text)})
+	return s.g.fn(ops.GrepEvent{Path: s.rel, Line: n, Match: match, Text: bytes.Clone(text), Truncated: truncated})
 }
 
 // candidates returns the start offsets of the lines of chunk that match:

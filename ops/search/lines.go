@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"context"
+	"fmt"
 )
 
 // lineWriter is a Cmd.Output that hands each complete line (without "\n")
@@ -34,9 +35,19 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 	}
 	if len(w.buf) == 0 {
 		w.buf = w.buf[:0:0]
+	} else if len(w.buf) > maxWireLine && w.err == nil {
+		// A line this long is no result line of ours (the shim bounds its
+		// lines); holding it could take any amount of memory.
+		w.err = fmt.Errorf("search: an output line of the search is over %d MiB (a very long line in a file?); search that file with bash instead", maxWireLine>>20)
+		w.buf = nil
+		w.cancel()
 	}
 	return len(p), nil
 }
+
+// maxWireLine bounds one line of a search's output in the target: a
+// result of the shim's engine is at most maxLineBytes of text, in base64.
+const maxWireLine = 16 << 20
 
 // flush handles a last line that had no "\n".
 func (w *lineWriter) flush() {

@@ -43,16 +43,19 @@ func (l *limiter) admit(ev *ops.GrepEvent) (pass, stop bool) {
 
 func (l *limiter) reached() bool { return l.limit > 0 && l.matches >= l.limit }
 
-// fileJob is one file of a directory search; done receives its events.
+// fileJob is one file of a directory search. Its worker sends the events
+// in batches on events (closed after the last), then the file's error on
+// done. events holds one batch: a worker ahead of the file being reported
+// waits there, so a search holds a bounded number of events whatever the
+// files (issue 17.1).
 type fileJob struct {
 	abs, rel string
-	done     chan fileResult
+	events   chan []ops.GrepEvent
+	done     chan error
 }
 
-type fileResult struct {
-	events []ops.GrepEvent
-	err    error
-}
+// batchBytes is the size of the text a batch holds before it is sent.
+const batchBytes = 256 << 10
 
 // grepTree searches the files under the walker's root with grepWorkers
 // workers and reports the events in walk order, as a sequential search
@@ -77,7 +80,7 @@ func grepTree(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, w *walker, fn 
 			if !typ.IsRegular() {
 				return true, nil
 			}
-			j := &fileJob{abs: abs, rel: rel, done: make(chan fileResult, 1)}
+			j := &fileJob{abs: abs, rel: rel, events: make(chan []ops.GrepEvent, 1), done: make(chan error, 1)}
 			for _, ch := range []chan *fileJob{work, order} {
 				select {
 				case ch <- j:
@@ -100,45 +103,63 @@ func grepTree(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, w *walker, fn 
 					err = ctx.Err()
 				}
 				if err != nil {
-					j.done <- fileResult{err: err}
+					close(j.events)
+					j.done <- err
 					continue
 				}
-				var r fileResult
+				var (
+					batch []ops.GrepEvent
+					size  int
+				)
+				send := func() error {
+					select {
+					case j.events <- batch:
+						batch, size = nil, 0
+						return nil
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
 				g := &grepper{ctx: ctx, fsys: fsys, m: m, fast: fast, q: q, buf: buf}
 				g.fn = func(ev ops.GrepEvent) error {
-					r.events = append(r.events, ev)
+					batch = append(batch, ev)
+					size += len(ev.Text) + len(ev.Path) + 64
+					if size >= batchBytes {
+						return send()
+					}
 					return nil
 				}
-				if err := g.file(j.abs, j.rel, false); err != nil && !errors.Is(err, errStop) {
-					r.err = err
+				ferr := g.file(j.abs, j.rel, false)
+				if errors.Is(ferr, errStop) {
+					ferr = nil
+				}
+				if ferr == nil && len(batch) > 0 {
+					ferr = send()
 				}
 				buf = g.buf
-				j.done <- r
+				close(j.events)
+				j.done <- ferr
 			}
 		}()
 	}
 
 	lim := &limiter{limit: q.MaxMatches, context: max(q.Context, 0)}
 	for j := range order {
-		var r fileResult
-		select {
-		case r = <-j.done:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		for i := range r.events {
-			pass, stop := lim.admit(&r.events[i])
-			if pass {
-				if err := fn(r.events[i]); err != nil {
-					return err
+		for events := range j.events {
+			for i := range events {
+				pass, stop := lim.admit(&events[i])
+				if pass {
+					if err := fn(events[i]); err != nil {
+						return err
+					}
+				}
+				if stop {
+					return nil
 				}
 			}
-			if stop {
-				return nil
-			}
 		}
-		if r.err != nil {
-			return r.err
+		if err := <-j.done; err != nil {
+			return err
 		}
 		if lim.reached() {
 			return nil // the file with the last match has ended

@@ -143,6 +143,9 @@ func GrepWithRG(ctx context.Context, r ops.Runner, q *ops.GrepQuery, fn func(ops
 			text = bytes.TrimSuffix(t, []byte{'\r'})
 		}
 		ev := ops.GrepEvent{Path: p, Line: m.Data.LineNumber, Match: m.Type == "match", Text: text}
+		if q.MaxText > 0 && len(text) > q.MaxText {
+			ev.Text, ev.Truncated = text[:q.MaxText], true
+		}
 		pass, stop := lim.admit(&ev)
 		if pass {
 			if err := fn(ev); err != nil {

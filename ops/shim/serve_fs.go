@@ -310,7 +310,7 @@ func (s *server) handleSearch(w http.ResponseWriter, r *http.Request) {
 		})
 	} else {
 		err = search.GrepFS(r.Context(), fsys, req.GrepQuery(), func(ev ops.GrepEvent) error {
-			return enc.Encode(proto.SearchLine{Path: proto.Str(ev.Path), Line: ev.Line, Match: ev.Match, Text: ev.Text})
+			return enc.Encode(proto.SearchLine{Path: proto.Str(ev.Path), Line: ev.Line, Match: ev.Match, Text: ev.Text, Cut: ev.Truncated})
 		})
 	}
 	enc.Encode(proto.SearchLine{Done: true, Err: proto.FromError(err)})

@@ -158,11 +158,12 @@ type SearchRequest struct {
 	Literal    bool `json:"literal,omitempty"`
 	Context    int  `json:"context,omitempty"`
 	Max        int  `json:"max,omitempty"`
+	MaxText    int  `json:"maxText,omitempty"`
 }
 
 // GrepRequest encodes q.
 func GrepRequest(q *ops.GrepQuery) *SearchRequest {
-	return &SearchRequest{Pattern: Str(q.Pattern), Path: Str(q.Path), Glob: Str(q.Glob), IgnoreCase: q.IgnoreCase, Literal: q.Literal, Context: q.Context, Max: q.MaxMatches}
+	return &SearchRequest{Pattern: Str(q.Pattern), Path: Str(q.Path), Glob: Str(q.Glob), IgnoreCase: q.IgnoreCase, Literal: q.Literal, Context: q.Context, Max: q.MaxMatches, MaxText: q.MaxText}
 }
 
 // FindRequest encodes q.
@@ -172,7 +173,7 @@ func FindRequest(q *ops.FindQuery) *SearchRequest {
 
 // GrepQuery decodes r.
 func (r *SearchRequest) GrepQuery() *ops.GrepQuery {
-	return &ops.GrepQuery{Pattern: string(r.Pattern), Path: string(r.Path), Glob: string(r.Glob), IgnoreCase: r.IgnoreCase, Literal: r.Literal, Context: r.Context, MaxMatches: r.Max}
+	return &ops.GrepQuery{Pattern: string(r.Pattern), Path: string(r.Path), Glob: string(r.Glob), IgnoreCase: r.IgnoreCase, Literal: r.Literal, Context: r.Context, MaxMatches: r.Max, MaxText: r.MaxText}
 }
 
 // FindQuery decodes r.
@@ -187,6 +188,7 @@ type SearchLine struct {
 	Line  int    `json:"l,omitempty"`
 	Match bool   `json:"m,omitempty"`
 	Text  []byte `json:"t,omitempty"`
+	Cut   bool   `json:"c,omitempty"` // Text was cut at the query's MaxText
 	Rel   Str    `json:"r,omitempty"`
 	Done  bool   `json:"done,omitempty"`
 	Err   *Error `json:"err,omitempty"`
