@@ -140,3 +140,33 @@ func TestRunscCoreutilsStatx(t *testing.T) {
 		t.Fatalf("stat / = %v, %q: want the statx EINVAL gap", err, out.String())
 	}
 }
+
+// TestRunscProcesses: the processes of a running runsc container are found
+// on this host with its id, and are not orphans (the engine lists it).
+func TestRunscProcesses(t *testing.T) {
+	image := "pi-sandbox/busybox"
+	needRuntime(t, image, runsc)
+	b := newBackend(t, docker.Config{Image: image, Runtime: runsc})
+	procs, err := docker.RunscProcesses()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, p := range procs {
+		if p.Container == b.ID() {
+			names[p.Name] = true
+		}
+	}
+	if !names["runsc-sandbox"] || !names["runsc-gofer"] {
+		t.Errorf("processes of %.12s: %v (all: %+v)", b.ID(), names, procs)
+	}
+	orphans, err := docker.RunscOrphans(t.Context(), dockerCli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range orphans {
+		if p.Container == b.ID() {
+			t.Errorf("a listed container's process reported as an orphan: %+v", p)
+		}
+	}
+}
