@@ -170,3 +170,29 @@ func TestRunscProcesses(t *testing.T) {
 		}
 	}
 }
+
+// TestRunscCLI: `up --runtime runsc` starts the sandbox on gVisor, and
+// `tool --image … --runtime runsc` runs an ephemeral one there.
+func TestRunscCLI(t *testing.T) {
+	image := "pi-sandbox/busybox"
+	needRuntime(t, image, runsc)
+	t.Cleanup(func() { checkNoContainers(t, "pi-sandbox.test=cli-runsc") })
+	out, errs, code := pi(t, "", "up", "--image", image, "--runtime", runsc, "--label", runLabel+"="+runID, "--label", "pi-sandbox.test=cli-runsc")
+	id := strings.TrimSpace(out)
+	if code != 0 || len(id) != 64 {
+		t.Fatalf("up: code %d, out %q, err %s", code, out, errs)
+	}
+	t.Cleanup(func() { pi(t, "", "down", id) })
+	ins, err := dockerCli.ContainerInspect(t.Context(), id, client.ContainerInspectOptions{})
+	if err != nil || ins.Container.HostConfig.Runtime != runsc {
+		t.Fatalf("inspect: %v, runtime %q", err, ins.Container.HostConfig.Runtime)
+	}
+	out, errs, code = pi(t, "", "tool", "--backend", "docker", "--image", image, "--runtime", runsc, "bash", `{"command":"dmesg | head -1"}`)
+	if code != 0 || !strings.Contains(out, "gVisor") {
+		t.Fatalf("tool --runtime: code %d, out %s, err %s", code, out, errs)
+	}
+	_, errs, code = pi(t, "", "tool", "--backend", "docker", "--container", id, "--runtime", runsc, "ls", `{}`)
+	if code == 0 || !strings.Contains(errs, "--runtime needs --image") {
+		t.Fatalf("tool --container --runtime: code %d, err %s", code, errs)
+	}
+}
