@@ -26,7 +26,7 @@ func TestRunscProcesses(t *testing.T) {
 	write("10", "runsc-sandbox\x00--root=/var/run/docker/runtime-runc/moby\x00--log="+task+"/log.json\x00boot\x00--bundle="+task+"\x00"+id+"\x00", stat("10"))
 	write("11", "runsc-gofer\x00--log="+task+"/log.json\x00gofer\x00--bundle\x00"+task+"\x00", stat("11"))
 	write("12", "runsc-sandbox\x00--root=/run/containerd/runsc/k8s.io\x00boot\x00"+id+"\x00", stat("12")) // not Docker's
-	write("13", "/usr/bin/runsc\x00--log="+task+"/log.json\x00", stat("13"))                                // the CLI, not a sandbox
+	write("13", "/usr/bin/runsc\x00--log="+task+"/log.json\x00", stat("13"))                              // the CLI, not a sandbox
 	write("self", "x", "x")
 	got, err := runscProcesses(proc)
 	if err != nil {
