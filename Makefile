@@ -6,7 +6,7 @@ TIMEOUT ?= 30m
 
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: all build test test-unit lint images bench faults demo clean
+.PHONY: all build test test-unit lint images runtimes podman bench faults demo clean
 
 all: build
 
@@ -40,6 +40,18 @@ lint:
 
 images: build
 	$(BIN) image build
+
+# gVisor: installs Debian's runsc and registers it with the running engine as the runtime
+# "runsc" (merged into /etc/docker/daemon.json, then a SIGHUP reload; the engine is never
+# restarted). Idempotent; needs root. The runsc tests need it (they fail under CI=true without).
+runtimes:
+	.ci/runtimes
+
+# Podman's Docker-compatible service on /run/pi-sandbox-podman/podman.sock with the images loaded
+# from Docker, for the opt-in PI_SANDBOX_PODMAN_HOST=unix:///run/pi-sandbox-podman/podman.sock
+# go test -run TestPodmanConformance ./integration/ (not in CI: Podman 4.3's gaps are racy).
+podman: images
+	.ci/podman
 
 # Latency, throughput and concurrency per backend, beside baselines measured in the same run
 # (bench/results.md, bench/results.json). BENCHFLAGS=-quick, BENCHFLAGS='-backends local,ssh'.

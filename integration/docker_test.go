@@ -49,11 +49,19 @@ func TestDockerConformance(t *testing.T) {
 // t.Cleanup, checking nothing of it remains.
 func upContainer(t *testing.T, image, purpose string) string {
 	t.Helper()
+	return upContainerConfig(t, docker.Config{Image: image}, purpose)
+}
+
+// upContainerConfig is upContainer for a whole configuration (cfg.Labels
+// are replaced by the run's).
+func upContainerConfig(t *testing.T, cfg docker.Config, purpose string) string {
+	t.Helper()
 	l := labels()
 	l["pi-sandbox.test"] = purpose
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	id, err := docker.Up(ctx, docker.Config{Image: image, Labels: l})
+	cfg.Labels = l
+	id, err := docker.Up(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,10 @@ var parityTargets = []parityTarget{
 		needImage(t, "pi-sandbox/debian")
 		return newBackend(t, docker.Config{Image: "pi-sandbox/debian"})
 	}},
+	{"docker-runsc", func(t *testing.T) ops.Backend {
+		needRuntime(t, "pi-sandbox/busybox", runsc)
+		return newBackend(t, docker.Config{Image: "pi-sandbox/busybox", Runtime: runsc})
+	}},
 	{"ssh", func(t *testing.T) ops.Backend {
 		s := sshtest.Start(t)
 		return openSSH(t, s, s.Config())

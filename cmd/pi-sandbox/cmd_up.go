@@ -28,6 +28,7 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 	fs.Int64Var(&cfg.Memory, "memory", 0, "memory limit in bytes (default 2 GiB; -1 none)")
 	fs.Float64Var(&cfg.CPUs, "cpus", 0, "CPU limit (default 2; -1 none)")
 	fs.Int64Var(&cfg.PidsLimit, "pids-limit", 0, "process and thread limit (default 2048; -1 none)")
+	fs.StringVar(&cfg.Runtime, "runtime", "", "the engine's OCI runtime, e.g. runsc (gVisor; see `make runtimes`; default the engine's)")
 	fs.BoolVar(&cfg.AllowNetwork, "allow-network", false, "relaxation: attach to the engine's default network (default: none)")
 	fs.BoolVar(&cfg.WritableRootfs, "writable-rootfs", false, "relaxation: writable root file system")
 	fs.Usage = func() {

@@ -87,6 +87,12 @@ type Config struct {
 	// reaped). Zero: HostConfig.Init.
 	NoInit bool
 
+	// Runtime is the engine's OCI runtime for an Image container
+	// (HostConfig.Runtime), e.g. "runsc" for gVisor once registered (make
+	// runtimes). Zero: the engine's default (runc). A runtime the engine
+	// does not list is an error before anything is created.
+	Runtime string
+
 	// ShimBinary is the host path of a static linux pi-sandbox binary to
 	// upload as the shim. Zero: shim.HostBinary(). NoShim disables it: the
 	// plain wrapper runs commands and Info.Limits says what is lost.
@@ -128,6 +134,9 @@ var (
 	ErrNoTarget        = errors.New("docker: config needs Image or Container")
 	ErrImageAndTarget  = errors.New("docker: config has both Image and Container")
 	ErrMountsNeedImage = errors.New("docker: Mounts need Image")
+	// ErrRuntimeNeedsImage: an existing container keeps the runtime it was
+	// created with.
+	ErrRuntimeNeedsImage = errors.New("docker: Runtime needs Image (a container keeps the runtime it was created with)")
 )
 
 func (c *Config) validate() error {
@@ -138,6 +147,8 @@ func (c *Config) validate() error {
 		return ErrImageAndTarget
 	case len(c.Mounts) > 0 && c.Image == "":
 		return ErrMountsNeedImage
+	case c.Runtime != "" && c.Image == "":
+		return ErrRuntimeNeedsImage
 	}
 	if c.WorkDir != "" && (!path.IsAbs(c.WorkDir) || path.Clean(c.WorkDir) != c.WorkDir) {
 		return fmt.Errorf("docker: WorkDir %q is not an absolute clean path", c.WorkDir)

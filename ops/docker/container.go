@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -28,6 +29,15 @@ const (
 // end it at once even without an init.
 const keepAlive = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
 
+// Kinds of container (the LabelKind value).
+const (
+	// KindEphemeral is removed by Close; gc removes it once the process
+	// that created it (LabelHost, LabelPID) is gone.
+	KindEphemeral = "ephemeral"
+	// KindSandbox comes from Up and stays until Down or gc --all.
+	KindSandbox = "sandbox"
+)
+
 // createContainer creates and starts a container from cfg.Image with the
 // hardened profile and returns its id. cfg has its defaults filled.
 func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind string) (string, error) {
@@ -37,8 +47,78 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 		}
 		return "", transportErr("image inspect", err)
 	}
+	ncpu, err := CheckEngine(ctx, cli, *cfg)
+	if err != nil {
+		return "", err
+	}
+	cc, hc := hardenedSpec(cfg, kind, ncpu)
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc})
+	if err != nil {
+		return "", transportErr("container create", err)
+	}
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		removeContainer(cli, res.ID)
+		return "", transportErr("container start", err)
+	}
+	return res.ID, nil
+}
+
+// CheckEngine checks what cfg needs of the engine before a container is
+// created — that it lists cfg.Runtime — and returns the engine's CPU count
+// (0 when unknown) for [HardenedSpec].
+func CheckEngine(ctx context.Context, cli *client.Client, cfg Config) (ncpu int, err error) {
+	if cfg.Runtime == "" && cfg.CPUs <= 0 {
+		return 0, nil
+	}
+	res, err := cli.Info(ctx, client.InfoOptions{})
+	if err != nil {
+		if cfg.Runtime == "" {
+			return 0, nil // only the CPU cap is lost
+		}
+		return 0, transportErr("info", err)
+	}
+	if cfg.Runtime != "" {
+		if _, ok := res.Info.Runtimes[cfg.Runtime]; !ok {
+			return 0, fmt.Errorf("docker: the engine has no runtime %q (it lists %s; for runsc run `make runtimes`)", cfg.Runtime, strings.Join(RuntimeNames(res.Info.Runtimes), ", "))
+		}
+	}
+	return res.Info.NCPU, nil
+}
+
+// RuntimeNames returns the names of an engine's runtimes (Info.Runtimes),
+// sorted.
+func RuntimeNames[V any](runtimes map[string]V) []string {
+	names := make([]string, 0, len(runtimes))
+	for n := range runtimes {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// HardenedSpec returns the container and host configuration of the
+// hardened profile for cfg.Image, as New (kind KindEphemeral) and Up (kind
+// KindSandbox) create it: cfg's zero values become the defaults, ncpu > 0
+// caps the CPU limit (see [CheckEngine]). An ephemeral spec records this
+// host and process (LabelHost, LabelPID) for gc. Other clients of the
+// engine (testcontainers, sandbox/tcsandbox) create the same container
+// from it.
+func HardenedSpec(cfg Config, kind string, ncpu int) (*container.Config, *container.HostConfig, error) {
+	if cfg.Image == "" {
+		return nil, nil, ErrNoTarget
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, nil, err
+	}
+	cfg.fillImageDefaults()
+	cc, hc := hardenedSpec(&cfg, kind, ncpu)
+	return cc, hc, nil
+}
+
+// hardenedSpec is HardenedSpec for a cfg with its defaults filled.
+func hardenedSpec(cfg *Config, kind string, ncpu int) (*container.Config, *container.HostConfig) {
 	labels := cfg.labels(kind)
-	if kind == "ephemeral" {
+	if kind == KindEphemeral {
 		host, _ := os.Hostname()
 		labels[LabelHost] = host
 		labels[LabelPID] = strconv.Itoa(os.Getpid())
@@ -48,6 +128,7 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 		CapDrop:        []string{"ALL"},
 		CapAdd:         cfg.CapAdd,
 		ReadonlyRootfs: !cfg.WritableRootfs,
+		Runtime:        cfg.Runtime,
 		Tmpfs: map[string]string{
 			// Docker's tmpfs default is noexec; the shim and build tools
 			// need to run from here.
@@ -70,8 +151,8 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 	}
 	if cfg.CPUs > 0 {
 		cpus := cfg.CPUs
-		if info, err := cli.Info(ctx, client.InfoOptions{}); err == nil && info.Info.NCPU > 0 && float64(info.Info.NCPU) < cpus {
-			cpus = float64(info.Info.NCPU)
+		if ncpu > 0 && float64(ncpu) < cpus {
+			cpus = float64(ncpu)
 		}
 		hc.NanoCPUs = int64(cpus * 1e9)
 	}
@@ -106,15 +187,7 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 		Hostname:   "pi-sandbox",
 		Env:        append(append([]string{}, baseEnv...), cfg.Env...),
 	}
-	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc})
-	if err != nil {
-		return "", transportErr("container create", err)
-	}
-	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		removeContainer(cli, res.ID)
-		return "", transportErr("container start", err)
-	}
-	return res.ID, nil
+	return cc, hc
 }
 
 // removeContainer force-removes id and its anonymous volumes; "already
@@ -165,7 +238,7 @@ func Up(ctx context.Context, cfg Config) (string, error) {
 		return "", err
 	}
 	defer closeCli()
-	return createContainer(ctx, cli, &cfg, "sandbox")
+	return createContainer(ctx, cli, &cfg, KindSandbox)
 }
 
 // Down removes a container this package created (and its volumes). A

@@ -117,3 +117,22 @@ func TestCheckStaticELF(t *testing.T) {
 		t.Error("a script passed as the shim")
 	}
 }
+
+func TestHardenedSpec(t *testing.T) {
+	cc, hc, err := HardenedSpec(Config{Image: "img", Runtime: "runsc", CPUs: 8}, KindEphemeral, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hc.Runtime != "runsc" || hc.NetworkMode != "none" || !hc.ReadonlyRootfs || hc.NanoCPUs != 2e9 || hc.Memory != DefaultMemory {
+		t.Errorf("HostConfig %+v", hc)
+	}
+	if cc.User != DefaultUser || cc.WorkingDir != DefaultWorkDir || cc.Labels[LabelKind] != KindEphemeral || cc.Labels[LabelPID] == "" {
+		t.Errorf("Config %+v", cc)
+	}
+	if _, _, err := HardenedSpec(Config{Container: "c"}, KindSandbox, 0); !errors.Is(err, ErrNoTarget) {
+		t.Errorf("HardenedSpec without Image = %v", err)
+	}
+	if err := (&Config{Container: "c", Runtime: "runsc"}).validate(); !errors.Is(err, ErrRuntimeNeedsImage) {
+		t.Errorf("Runtime with Container: %v", err)
+	}
+}

@@ -20,6 +20,10 @@
 // [TestFS] runs the file cases alone, for a backend whose Run cannot run a
 // shell (ops/memfs, with a small interpreter of the fixture commands).
 //
+// A backend configuration with documented gaps (gVisor, Podman) calls
+// [TestBackendWithGaps]: the cases it names either must fail (a pass means
+// the gap is gone) or are skipped with the reason (racy or speed-bound).
+//
 // Every case gets a fresh backend and works in a fresh scratch directory
 // under Info().WorkDir, which it removes afterwards. Cases use only the ops
 // interfaces — shell commands run through Run are written for busybox sh as

@@ -8,10 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,49 +29,6 @@ func init() {
 func TestMain(m *testing.M) {
 	shim.Dispatch()
 	os.Exit(testenv.RunInTempDir(m))
-}
-
-// recorder is a testing.TB that records failures instead of reporting
-// them, so a case can be run against a broken backend and expected to fail.
-// Cleanup, TempDir, Name and Context go to the real test.
-type recorder struct {
-	testing.TB
-	mu      sync.Mutex
-	failed  bool
-	skipped bool
-	log     []string
-}
-
-func (r *recorder) add(failed bool, msg string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.failed = r.failed || failed
-	r.log = append(r.log, msg)
-}
-
-func (r *recorder) Helper()                   {}
-func (r *recorder) Log(a ...any)              { r.add(false, fmt.Sprint(a...)) }
-func (r *recorder) Logf(f string, a ...any)   { r.add(false, fmt.Sprintf(f, a...)) }
-func (r *recorder) Error(a ...any)            { r.add(true, fmt.Sprint(a...)) }
-func (r *recorder) Errorf(f string, a ...any) { r.add(true, fmt.Sprintf(f, a...)) }
-func (r *recorder) Fail()                     { r.add(true, "Fail") }
-func (r *recorder) FailNow()                  { r.add(true, "FailNow"); runtime.Goexit() }
-func (r *recorder) Fatal(a ...any)            { r.Error(a...); runtime.Goexit() }
-func (r *recorder) Fatalf(f string, a ...any) { r.Errorf(f, a...); runtime.Goexit() }
-func (r *recorder) SkipNow()                  { r.mu.Lock(); r.skipped = true; r.mu.Unlock(); runtime.Goexit() }
-func (r *recorder) Skip(a ...any)             { r.Log(a...); r.SkipNow() }
-func (r *recorder) Skipf(f string, a ...any)  { r.Logf(f, a...); r.SkipNow() }
-
-func (r *recorder) Failed() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.failed
-}
-
-func (r *recorder) Skipped() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.skipped
 }
 
 // runCase runs the named case on b with a recorder, in its own goroutine

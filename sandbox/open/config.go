@@ -34,6 +34,7 @@ type DockerConfig struct {
 	Container string   // --container: an existing container, used as it is
 	Mounts    []string // --mount HOST:TARGET[:ro], for --image
 	User      string   // --user UID:GID
+	Runtime   string   // --runtime NAME: the engine's OCI runtime for --image (runsc: gVisor)
 }
 
 // SSHConfig holds the ssh backend's flags.
@@ -51,6 +52,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Docker.Container, "container", "", "docker: use this existing container")
 	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker: bind mount HOST:TARGET[:ro] (repeatable, with --image)")
 	fs.StringVar(&c.Docker.User, "user", "", "docker: run as UID:GID")
+	fs.StringVar(&c.Docker.Runtime, "runtime", "", "docker: the engine's OCI runtime for --image, e.g. runsc (gVisor; see `make runtimes`)")
 	fs.StringVar(&c.SSH.Host, "host", "", "ssh: [user@]host[:port] or an alias from ~/.ssh/config")
 	fs.StringVar(&c.SSH.Identity, "identity", "", "ssh: private key file")
 	fs.StringVar(&c.SSH.KnownHosts, "known-hosts", "", "ssh: known_hosts file (default ~/.ssh/known_hosts)")
@@ -64,8 +66,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 func (c *Config) Validate() error {
 	switch c.Backend {
 	case "", "local":
-		if c.Docker.Image != "" || c.Docker.Container != "" || len(c.Docker.Mounts) > 0 || c.Docker.User != "" {
-			return errors.New("open: --image, --container, --mount and --user need --backend docker")
+		if c.Docker.Image != "" || c.Docker.Container != "" || len(c.Docker.Mounts) > 0 || c.Docker.User != "" || c.Docker.Runtime != "" {
+			return errors.New("open: --image, --container, --mount, --user and --runtime need --backend docker")
 		}
 		if c.SSH.Host != "" || c.SSH.Identity != "" || c.SSH.KnownHosts != "" {
 			return errors.New("open: --host, --identity and --known-hosts need --backend ssh")
@@ -79,6 +81,9 @@ func (c *Config) Validate() error {
 		}
 		if len(c.Docker.Mounts) > 0 && c.Docker.Image == "" {
 			return errors.New("open: --mount needs --image")
+		}
+		if c.Docker.Runtime != "" && c.Docker.Image == "" {
+			return errors.New("open: --runtime needs --image (a container keeps the runtime it was created with)")
 		}
 	case "ssh":
 		if c.SSH.Host == "" {

@@ -25,6 +25,7 @@ func dockerConfig(cfg Config) (docker.Config, error) {
 		Container: cfg.Docker.Container,
 		User:      cfg.Docker.User,
 		WorkDir:   cfg.WorkDir,
+		Runtime:   cfg.Docker.Runtime,
 	}
 	for _, m := range cfg.Docker.Mounts {
 		pm, err := docker.ParseMount(m)

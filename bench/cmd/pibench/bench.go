@@ -182,6 +182,12 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 		p.step("%s: baseline %s ×%d", e.name, k, n)
 		bs.Extra = append(bs.Extra, extraRow{Name: k, stats: timeN(p, k, n, func(int) error { return f(ctx) })})
 	}
+	if bs.Name == "runsc" {
+		// Latency only: gVisor's ptrace platform makes the 1 GiB and
+		// 64 MiB transfers minutes long, and it serializes exec.
+		bs.Notes = append(bs.Notes, "latency only (no throughput or concurrency runs on gVisor)")
+		return
+	}
 	bs.Throughput = throughput(ctx, o, p, e)
 	bs.Concurrency = concurrency(ctx, p, e)
 }

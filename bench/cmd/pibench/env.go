@@ -75,7 +75,11 @@ func openEnv(ctx context.Context, o *options, name string) (*env, error) {
 	case "local":
 		e, err = openLocalEnv(ctx, o)
 	case "docker":
-		e, err = openDockerEnv(ctx, o)
+		e, err = openDockerEnv(ctx, o, o.image, "")
+	case "runsc":
+		// The docker backend on gVisor: e.name stays "docker" (its
+		// baselines are docker's); the report names it runsc.
+		e, err = openDockerEnv(ctx, o, o.runscImage, "runsc")
 	case "ssh":
 		e, err = openSSHEnv(ctx, o)
 	default:
@@ -146,12 +150,13 @@ func openLocalEnv(ctx context.Context, o *options) (*env, error) {
 	return e, nil
 }
 
-func openDockerEnv(ctx context.Context, o *options) (*env, error) {
+func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env, error) {
 	e := &env{name: "docker"}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	b, err := docker.New(cctx, docker.Config{
-		Image:      o.image,
+		Image:      image,
+		Runtime:    runtime,
 		Labels:     map[string]string{benchLabel: strconv.Itoa(os.Getpid())},
 		ShimBinary: o.bin,
 	})

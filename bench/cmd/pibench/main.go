@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,ssh] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,ssh] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -34,6 +34,10 @@ type options struct {
 	parallel int
 	cliN     int
 	n        int
+
+	// runscImage is the image of the "runsc" backend (docker on gVisor):
+	// busybox, since GNU coreutils' stat fails under Debian 12's runsc.
+	runscImage string
 }
 
 func (o *options) has(b string) bool {
@@ -60,11 +64,12 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
-	backends := fs.String("backends", "local,docker,ssh", "comma-separated backends to measure")
+	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,ssh — runsc is docker on gVisor, latency only; faults default local,docker,ssh)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
 	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
 	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox binary (CLI under test, and the shim)")
 	fs.StringVar(&o.image, "image", "pi-sandbox/debian", "docker image (pi-sandbox/busybox also works)")
+	fs.StringVar(&o.runscImage, "runsc-image", "pi-sandbox/busybox", "image of the runsc backend (the runtime runsc, see make runtimes)")
 	fs.IntVar(&o.n, "n", 0, "in-process calls per latency op (0: 200, -quick 40)")
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
@@ -75,6 +80,12 @@ func main() {
 		opBudget = 15 * time.Second
 		if o.quick {
 			opBudget = 8 * time.Second
+		}
+	}
+	if *backends == "" {
+		*backends = "local,docker,ssh"
+		if cmd == "bench" {
+			*backends = "local,docker,runsc,ssh"
 		}
 	}
 	for _, b := range strings.Split(*backends, ",") {

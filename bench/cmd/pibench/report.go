@@ -227,6 +227,12 @@ func markdown(res *results) string {
 				w("| %s | %d | %s |\n", x.Name, x.N, statCell(&x.stats))
 			}
 		}
+		if bs.Name == "runsc" {
+			for _, n := range bs.Notes {
+				w("\nNote: %s\n", cellText(n))
+			}
+			continue
+		}
 		w("\n### Throughput\n\n| what | via | MB/s | peak RSS MiB | baseline | baseline MB/s | ours ÷ baseline |\n|---|---|---|---|---|---|---|\n")
 		for _, r := range bs.Throughput {
 			mb := f2(r.MBps)
@@ -251,5 +257,32 @@ func markdown(res *results) string {
 			w("\nNote: %s\n", cellText(n))
 		}
 	}
+	runtimeColumns(w, res)
 	return b.String()
+}
+
+// runtimeColumns is the runc-against-runsc table: p50 in milliseconds of
+// the same calls on the docker backend with each runtime, and the runsc
+// ÷ runc ratio (in-process).
+func runtimeColumns(w func(string, ...any), res *results) {
+	runc, gv := backend(res, "docker"), backend(res, "runsc")
+	if runc == nil || gv == nil {
+		return
+	}
+	w("\n## docker: runc and runsc (gVisor)\n\np50 in ms, the same calls on each runtime (`docker` and `runsc` above: their images may differ, see -image and -runsc-image); baseline = the `docker exec` CLI on the same container.\n\n")
+	w("| op | runc in-process | runsc in-process | runsc ÷ runc | runc CLI | runsc CLI | runc baseline | runsc baseline |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range runc.Latency {
+		g := findRow(gv, r.Op)
+		if g == nil {
+			continue
+		}
+		p50 := func(s *stats) float64 {
+			if s == nil || s.N == 0 {
+				return 0
+			}
+			return s.P50Ms
+		}
+		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Op, f2(p50(&r.InProcess)), f2(p50(&g.InProcess)), xr(ratio(p50(&g.InProcess), p50(&r.InProcess))),
+			f2(p50(r.CLI)), f2(p50(g.CLI)), f2(p50(&r.Base)), f2(p50(&g.Base)))
+	}
 }

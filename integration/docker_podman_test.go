@@ -1,0 +1,94 @@
+package integration
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
+)
+
+// podmanGaps are what the docker backend does not get from Podman 4.3's
+// Docker-compatible API (Debian 12, rootful, cgroup v1); the README lists
+// them. Both are races, so the cases are skipped rather than expected to
+// fail, and the test is not part of CI.
+var podmanGaps = opstest.Gaps{
+	Skip: map[string]string{
+		// An exec with stdin attached whose process exits before reading
+		// all of it may lose its output: the attach ends with "connection
+		// reset by peer", and a failing file script's status line is lost.
+		"WriteFile/OnDirectory":       podmanStdinGap,
+		"WriteFile/ReadOnlyFile":      podmanStdinGap,
+		"WriteFile/ReadOnlyDirectory": podmanStdinGap,
+		"WriteFile/MissingParent":     podmanStdinGap,
+		"OpenWriter/MissingParent":    podmanStdinGap,
+		"OpenWriter/ExclExisting":     podmanStdinGap,
+		// Sometimes the exec is reported running while a background
+		// process holds its output, so a shell that exited is reported as
+		// a plain timeout.
+		"Run/TimeoutAfterShellExit": "the shell's exit is sometimes not seen while a background process writes",
+	},
+}
+
+const podmanStdinGap = "the output of an exec that leaves stdin unread may be lost"
+
+// podmanClient returns a client of the Podman service PI_SANDBOX_PODMAN_HOST
+// names (.ci/podman starts one). The test is opt-in: without the variable it
+// skips, also under CI=true.
+func podmanClient(t *testing.T) *client.Client {
+	t.Helper()
+	needImage(t, "pi-sandbox/busybox")
+	host := os.Getenv("PI_SANDBOX_PODMAN_HOST")
+	if host == "" {
+		t.Skip("PI_SANDBOX_PODMAN_HOST is not set (opt-in: .ci/podman starts Podman's service)")
+	}
+	cli, err := client.New(client.FromEnv, client.WithHost(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := docker.Ping(ctx, cli); err != nil {
+		t.Fatal(err)
+	}
+	return cli
+}
+
+// TestPodmanConformance runs the ops conformance suite through the docker
+// backend against Podman's service, in one hardened busybox container
+// (loaded from Docker by .ci/podman), expecting exactly podmanGaps.
+func TestPodmanConformance(t *testing.T) {
+	cli := podmanClient(t)
+	l := labels()
+	l["pi-sandbox.test"] = "conformance-podman"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := docker.Up(ctx, docker.Config{Client: cli, Image: "pi-sandbox/busybox", Labels: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := docker.Down(ctx, cli, id); err != nil {
+			t.Error(err)
+		}
+		list, err := docker.List(ctx, cli, runLabel+"="+runID)
+		if err != nil {
+			t.Error(err)
+		}
+		for _, s := range list {
+			t.Errorf("container %.12s left behind in Podman", s.ID)
+			docker.Down(ctx, cli, s.ID)
+		}
+	})
+	opstest.TestBackendWithGaps(t, func(t *testing.T) ops.Backend {
+		return newBackend(t, docker.Config{Client: cli, Container: id})
+	}, podmanGaps)
+}
