@@ -1,9 +1,6 @@
 package provider
 
-import (
-	"errors"
-	"strings"
-)
+import "strings"
 
 // Redact returns err with every occurrence of the secrets in its text
 // replaced by "***", so an API key a server echoes back (or one inside a
@@ -33,9 +30,3 @@ type redacted struct {
 
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.err }
-
-// IsRedacted reports whether err came from Redact with a secret in it.
-func IsRedacted(err error) bool {
-	var r *redacted
-	return errors.As(err, &r)
-}
