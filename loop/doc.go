@@ -37,5 +37,6 @@
 // [Loop.Run] is pi's agent loop over a [Provider]: turns, steering and
 // follow-up [Queue]s, and the full event sequence from [AgentStart] to
 // [AgentEnd]. [Script] is a provider that replays assistant turns from JSON
-// lines.
+// lines; the real models' providers live in loop/provider/... (this package
+// imports no vendor SDK). Assistant messages carry the provider's [Usage].
 package loop

@@ -48,6 +48,11 @@ type Part struct {
 	Type     string // "text", "thinking" or "toolCall"
 	Text     string // for "text"
 	Thinking string // for "thinking"
+	// For "thinking": the provider's signature, sent back with the block on
+	// later requests (Anthropic requires it); Redacted marks a block whose
+	// text the provider withheld (Signature then holds its opaque data).
+	Signature string
+	Redacted  bool
 	// For "toolCall": the call's id, the tool's name and the raw arguments
 	// exactly as the model sent them (nil means {}).
 	ID        string
@@ -67,9 +72,11 @@ func (p Part) MarshalJSON() ([]byte, error) {
 		}{p.Type, p.ID, p.Name, rawArgs(p.Arguments)})
 	case "thinking":
 		return MarshalNoEscape(struct {
-			Type     string `json:"type"`
-			Thinking string `json:"thinking"`
-		}{p.Type, p.Thinking})
+			Type      string `json:"type"`
+			Thinking  string `json:"thinking"`
+			Signature string `json:"thinkingSignature,omitempty"`
+			Redacted  bool   `json:"redacted,omitempty"`
+		}{p.Type, p.Thinking, p.Signature, p.Redacted})
 	}
 	return MarshalNoEscape(struct {
 		Type string `json:"type"`
@@ -83,6 +90,8 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 		Type      string          `json:"type"`
 		Text      string          `json:"text"`
 		Thinking  string          `json:"thinking"`
+		Signature string          `json:"thinkingSignature"`
+		Redacted  bool            `json:"redacted"`
 		ID        string          `json:"id"`
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -95,7 +104,8 @@ func (p *Part) UnmarshalJSON(b []byte) error {
 	default:
 		return fmt.Errorf("loop: unknown content block type %q", v.Type)
 	}
-	*p = Part{Type: v.Type, Text: v.Text, Thinking: v.Thinking, ID: v.ID, Name: v.Name, Arguments: v.Arguments}
+	*p = Part{Type: v.Type, Text: v.Text, Thinking: v.Thinking, Signature: v.Signature, Redacted: v.Redacted,
+		ID: v.ID, Name: v.Name, Arguments: v.Arguments}
 	return nil
 }
 
@@ -104,6 +114,9 @@ type AssistantMessage struct {
 	Content      []Part
 	StopReason   StopReason
 	ErrorMessage string // for StopError and StopAborted
+	// Usage is the tokens the reply cost, when the provider reports them
+	// (nil for scripted turns without usage).
+	Usage *Usage
 }
 
 // Role implements Message.
@@ -125,11 +138,12 @@ type assistantJSON struct {
 	Content      []Part     `json:"content"`
 	StopReason   StopReason `json:"stopReason"`
 	ErrorMessage string     `json:"errorMessage,omitempty"`
+	Usage        *Usage     `json:"usage,omitempty"`
 }
 
 // MarshalJSON writes {"role":"assistant","content":[…],"stopReason":…}.
 func (m *AssistantMessage) MarshalJSON() ([]byte, error) {
-	return MarshalNoEscape(assistantJSON{"assistant", nonNil(m.Content), m.StopReason, m.ErrorMessage})
+	return MarshalNoEscape(assistantJSON{"assistant", nonNil(m.Content), m.StopReason, m.ErrorMessage, m.Usage})
 }
 
 // UnmarshalJSON reads an assistant message; "role" is optional.
@@ -141,7 +155,7 @@ func (m *AssistantMessage) UnmarshalJSON(b []byte) error {
 	if v.Role != "" && v.Role != "assistant" {
 		return fmt.Errorf("loop: assistant message with role %q", v.Role)
 	}
-	*m = AssistantMessage{Content: v.Content, StopReason: v.StopReason, ErrorMessage: v.ErrorMessage}
+	*m = AssistantMessage{Content: v.Content, StopReason: v.StopReason, ErrorMessage: v.ErrorMessage, Usage: v.Usage}
 	return nil
 }
 

@@ -3,47 +3,90 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"golang.org/x/term"
 )
 
 func init() {
-	register("run", &command{summary: "run an agent session from a script of assistant turns", run: runRun})
+	register("run", &command{summary: "run an agent session: a real model (--model) or a script of assistant turns", run: runRun})
 }
 
-// runRun is `pi-sandbox run [flags] [--json] SCRIPT`: the whole agent loop
-// with the scripted provider (DESIGN §6) on the chosen backend. Progress for
-// a person on a terminal, a plain log otherwise, events with --json. SCRIPT
-// "-" reads stdin. Exit 1 when the session ended in error or a call hit a
-// transport failure.
+// runRun is `pi-sandbox run [flags] --model PROVIDER/MODEL PROMPT…` (a real
+// model) or `pi-sandbox run [flags] SCRIPT` (the scripted provider, DESIGN
+// §6): the whole agent loop on the chosen backend. Progress for a person on
+// a terminal, a plain log otherwise (ending with the final answer), events
+// with --json. SCRIPT or PROMPT "-" reads stdin. Exit 1 when the session
+// ended in error, hit --max-turns, or a call hit a transport failure.
 func runRun(ctx context.Context, args []string, io stdio) int {
-	f := newFlags("run", "[flags] [--json] SCRIPT", io)
+	f := newFlags("run", "[flags] [--json] (--model PROVIDER/MODEL PROMPT… | SCRIPT)", io)
 	asJSON := f.Bool("json", false, "print the events as JSON lines")
 	prompt := f.String("prompt", "", "a user prompt to open the session with")
+	scriptFile := f.String("script", "", "replay the assistant turns of `FILE` (the same as the SCRIPT argument)")
+	save := f.String("save", "", "write the session's assistant turns to `FILE` as a script (replay it with run FILE)")
+	maxTurns := f.Int("max-turns", 0, "stop after `N` turns (0: no limit)")
+	var mf modelFlags
+	mf.register(f.FlagSet)
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
 	}
-	if len(rest) != 1 {
-		return f.usageError("want one SCRIPT")
-	}
 	var (
-		script *loop.Script
-		err    error
+		prov loop.Provider
+		opts loop.RunOptions
 	)
-	if rest[0] == "-" {
-		script, err = loop.ReadScript(io.in)
-	} else {
-		var fh *os.File
-		if fh, err = os.Open(rest[0]); err == nil {
-			script, err = loop.ReadScript(fh)
-			fh.Close()
+	if mf.model != "" {
+		if *scriptFile != "" {
+			return f.usageError("--model and --script exclude each other")
 		}
-	}
-	if err != nil {
-		return f.usageError("%v", err)
+		text := strings.Join(rest, " ")
+		switch {
+		case text != "" && *prompt != "":
+			return f.usageError("give the prompt as arguments or with --prompt, not both")
+		case text == "":
+			text = *prompt
+		case text == "-":
+			b, err := readAll(io.in)
+			if err != nil {
+				return f.usageError("stdin: %v", err)
+			}
+			text = string(b)
+		}
+		if strings.TrimSpace(text) == "" {
+			return f.usageError("want a PROMPT")
+		}
+		p, cred, err := newModelProvider(mf)
+		if err != nil {
+			fmt.Fprintf(io.err, "pi-sandbox run: %v\n", err)
+			return 2
+		}
+		cred.guard(&f.cfg)
+		prov = p
+		opts.Prompts = []loop.Message{loop.UserText(text)}
+	} else {
+		if mf.others() {
+			return f.usageError("--base-url, --system, --max-tokens and --thinking need --model")
+		}
+		name := *scriptFile
+		switch {
+		case name != "" && len(rest) > 0:
+			return f.usageError("give the script as SCRIPT or with --script, not both")
+		case name == "" && len(rest) != 1:
+			return f.usageError("want one SCRIPT (or --model PROVIDER/MODEL PROMPT)")
+		case name == "":
+			name = rest[0]
+		}
+		script, err := readScript(name, io.in)
+		if err != nil {
+			return f.usageError("%v", err)
+		}
+		prov = script
+		if *prompt != "" {
+			opts.Prompts = []loop.Message{loop.UserText(*prompt)}
+		}
 	}
 
 	l, closeFn, code := openLoop(ctx, "run", f.cfg, io)
@@ -51,9 +94,16 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	defer closeFn()
-	var opts loop.RunOptions
-	if *prompt != "" {
-		opts.Prompts = []loop.Message{loop.UserText(*prompt)}
+	turns, hitLimit := 0, false
+	if *maxTurns > 0 {
+		opts.FinishTurn = func(_ context.Context, msg *loop.AssistantMessage, _ []*loop.ToolResultMessage) loop.TurnAction {
+			turns++
+			if turns >= *maxTurns && len(msg.ToolCalls()) > 0 {
+				hitLimit = true
+				return loop.TurnStop
+			}
+			return loop.TurnDefault
+		}
 	}
 
 	var emit loop.EmitFunc
@@ -66,15 +116,34 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		prog = newProgress(io.out, isTerminal(io.out))
 		emit = prog.emit
 	}
-	msgs := l.Run(ctx, script, opts, emit)
+	var sv *saver
+	if *save != "" {
+		var err error
+		if sv, err = newSaver(*save); err != nil {
+			fmt.Fprintf(io.err, "pi-sandbox run: --save: %v\n", err)
+			return 1
+		}
+		emit = sv.wrap(emit)
+	}
+	msgs := l.Run(ctx, prov, opts, emit)
 	if prog != nil {
 		prog.close()
+	}
+	code = 0
+	if sv != nil {
+		if err := sv.close(); err != nil {
+			fmt.Fprintf(io.err, "pi-sandbox run: --save: %v\n", err)
+			code = 1
+		}
 	}
 	if jw != nil && jw.err != nil {
 		fmt.Fprintf(io.err, "pi-sandbox run: write: %v\n", jw.err)
 		return 1
 	}
-	code = 0
+	if hitLimit {
+		fmt.Fprintf(io.err, "pi-sandbox run: stopped after --max-turns %d\n", *maxTurns)
+		code = 1
+	}
 	for _, m := range msgs {
 		switch m := m.(type) {
 		case *loop.ToolResultMessage:
@@ -90,6 +159,19 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 		}
 	}
 	return code
+}
+
+// readScript reads a script file ("-": r).
+func readScript(name string, r io.Reader) (*loop.Script, error) {
+	if name == "-" {
+		return loop.ReadScript(r)
+	}
+	fh, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer fh.Close()
+	return loop.ReadScript(fh)
 }
 
 func isTerminal(w any) bool {

@@ -6,8 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -33,6 +36,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exitcode": cmdExitCode,
 			"cmpnorm":  cmdCmpNorm,
+			"fakellm":  cmdFakeLLM,
 		},
 	})
 }
@@ -57,6 +61,48 @@ func cmdExitCode(ts *testscript.TestScript, neg bool, args []string) {
 	if got != want {
 		ts.Fatalf("exit status %d, want %d", got, want)
 	}
+}
+
+// cmdFakeLLM is "fakellm REPLY...": a fake model API on 127.0.0.1 for the
+// rest of the script. Request N (any path) is answered from file REPLY N: a
+// first line "status CODE" makes it that status with the rest as a JSON
+// body, else the file is an SSE stream (text/event-stream). Each request's
+// body is saved as requestN.json in $WORK; $LLM_URL is the server's URL.
+func cmdFakeLLM(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: fakellm REPLY...")
+	}
+	var replies []string
+	for _, a := range args {
+		replies = append(replies, ts.ReadFile(a))
+	}
+	work := ts.Getenv("WORK")
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		os.WriteFile(filepath.Join(work, fmt.Sprintf("request%d.json", i)), body, 0o644)
+		if i > len(replies) {
+			http.Error(w, `{"error":{"message":"fakellm: no reply left","type":"server_error"}}`, http.StatusInternalServerError)
+			return
+		}
+		reply := replies[i-1]
+		if first, rest, ok := strings.Cut(reply, "\n"); ok && strings.HasPrefix(first, "status ") {
+			code, _ := strconv.Atoi(strings.TrimPrefix(first, "status "))
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(code)
+			io.WriteString(w, rest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, reply)
+	}))
+	ts.Defer(srv.Close)
+	ts.Setenv("LLM_URL", srv.URL)
 }
 
 var durationMs = regexp.MustCompile(`"durationMs":\d+`)

@@ -28,6 +28,9 @@ type progress struct {
 	start time.Time
 
 	turns, calls, failed int
+	usage                loop.Usage
+	hasUsage             bool
+	final                string // the last assistant text, printed at the end
 	running              []*runningCall
 	live                 int // lines of the live block on screen
 
@@ -101,10 +104,19 @@ func (p *progress) emit(ev loop.Event) {
 				p.text("user", c.Text)
 			}
 		case *loop.AssistantMessage:
+			var text []string
 			for _, c := range m.Content {
 				if c.Type == "text" {
 					p.text("assistant", c.Text)
+					text = append(text, c.Text)
 				}
+			}
+			if t := strings.TrimSpace(strings.Join(text, "\n")); t != "" {
+				p.final = t
+			}
+			if m.Usage != nil {
+				p.usage.Add(m.Usage)
+				p.hasUsage = true
 			}
 			if m.StopReason == loop.StopError || m.StopReason == loop.StopAborted {
 				p.println(fmt.Sprintf("  ✗ %s: %s", m.StopReason, m.ErrorMessage))
@@ -163,7 +175,19 @@ func (p *progress) close() {
 	if p.failed > 0 {
 		failed = fmt.Sprintf(" (%d failed)", p.failed)
 	}
-	p.println(fmt.Sprintf("done: %s, %s%s in %s", plural(p.turns, "turn"), plural(p.calls, "tool call"), failed, formatMs(p.now().Sub(p.start).Milliseconds())))
+	tokens := ""
+	if p.hasUsage {
+		u := p.usage
+		tokens = fmt.Sprintf("; tokens: %d in, %d out, %d cache read, %d cache write", u.Input, u.Output, u.CacheRead, u.CacheWrite)
+	}
+	p.println(fmt.Sprintf("done: %s, %s%s in %s%s", plural(p.turns, "turn"), plural(p.calls, "tool call"), failed, formatMs(p.now().Sub(p.start).Milliseconds()), tokens))
+	if p.final != "" {
+		// The answer, whole, last: what a script piping the log wants.
+		p.println("")
+		for _, l := range strings.Split(p.final, "\n") {
+			p.println(l)
+		}
+	}
 }
 
 func (p *progress) text(who, s string) {

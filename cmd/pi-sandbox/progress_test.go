@@ -140,3 +140,24 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.buf.String()
 }
+
+// The plain log sums the usage of the assistant messages and ends with the
+// whole final answer (not cut to five lines as in the turn).
+func TestProgressUsageAndFinalAnswer(t *testing.T) {
+	var buf bytes.Buffer
+	now := time.Unix(0, 0)
+	p := newProgressClock(&buf, false, func() time.Time { return now })
+	p.emit(loop.TurnStart{})
+	p.emit(loop.MessageEnd{Message: &loop.AssistantMessage{Content: []loop.Part{{Type: "text", Text: "Looking."}}, StopReason: loop.StopToolUse,
+		Usage: &loop.Usage{Input: 10, Output: 5, CacheRead: 2, CacheWrite: 1}}})
+	answer := "Fixed.\n1\n2\n3\n4\n5\n6"
+	p.emit(loop.TurnStart{})
+	p.emit(loop.MessageEnd{Message: &loop.AssistantMessage{Content: []loop.Part{{Type: "text", Text: answer}}, StopReason: loop.StopStop,
+		Usage: &loop.Usage{Input: 20, Output: 7, CacheRead: 12}}})
+	now = now.Add(1500 * time.Millisecond)
+	p.close()
+	want := "done: 2 turns, 0 tool calls in 1.5s; tokens: 30 in, 12 out, 14 cache read, 1 cache write\n\n" + answer + "\n"
+	if got := buf.String(); !strings.HasSuffix(got, want) {
+		t.Errorf("log ends\n%q\nwant\n%q", got, want)
+	}
+}
