@@ -46,7 +46,13 @@ func up(cfg config) (string, error) {
 		return "", err
 	}
 	if err := startAll(l, b); err != nil {
-		logf("start-up failed; logs are in %s", l.path("logs"))
+		// Leave nothing half-started, but keep the logs.
+		if keep, terr := os.MkdirTemp("", "pi-sandbox-cluster-logs-"); terr == nil && os.Rename(l.path("logs"), keep+"/logs") == nil {
+			logf("start-up failed; the components' logs are in %s/logs", keep)
+		}
+		if derr := down(cfg); derr != nil {
+			logf("%v", derr)
+		}
 		return "", err
 	}
 	logf("cluster ready in %s (after %s of builds and image checks); logs in %s",
