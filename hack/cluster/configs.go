@@ -93,7 +93,8 @@ func cniConfig(l layout) string {
 }
 
 // kubeletConfig: cgroup v1 allowed, cgroupfs like the Docker engine, no oom_score_adj
-// (no CAP_SYS_RESOURCE), everything on 127.0.0.1. Anonymous AlwaysAllow on the kubelet
+// (no CAP_SYS_RESOURCE), everything on 127.0.0.1, and no iptables chains or rules (the
+// kubelet would add KUBE-FIREWALL to the shared host's INPUT and OUTPUT). Anonymous AlwaysAllow on the kubelet
 // API serves only the apiserver→kubelet hop of this loopback-only test cluster.
 func kubeletConfig(l layout) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
@@ -112,6 +113,7 @@ oomScoreAdj: 0
 podPidsLimit: 2048
 serializeImagePulls: false
 podLogsDir: %s
+makeIPTablesUtilChains: false
 `, l.containerdSock(), kubeletPort, l.podLogs())
 }
 

@@ -68,7 +68,11 @@ func down(cfg config) error {
 
 func stopComponent(l layout, name string, grace time.Duration) {
 	if pid := recorded(l, name); pid != 0 {
+		t0 := time.Now()
 		stop(pid, grace)
+		if d := time.Since(t0); d > 2*time.Second {
+			logf("%s took %s to stop", name, d.Round(100*time.Millisecond))
+		}
 	}
 	os.Remove(l.pidFile(name))
 }

@@ -104,14 +104,15 @@ func startAll(l layout, b bins) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(l, "containerd", pid, 30*time.Second, func() error {
+	if err := waitFor(l, "containerd", pid, time.Minute, func() error {
 		return exec.Command(b.containerd("ctr"), "--address", l.containerdSock(), "version").Run()
 	}); err != nil {
 		return err
 	}
-	if err := importImages(l, b); err != nil {
-		return err
-	}
+	// The import (a docker save of the images, tens of seconds) overlaps the rest of the
+	// start-up; nothing uses an image before up returns.
+	imported := make(chan error, 1)
+	go func() { imported <- importImages(l, b) }()
 
 	pid, err = start(l, "etcd", b.etcd, nil,
 		"--name", "default", "--data-dir", l.etcdData(),
@@ -123,7 +124,7 @@ func startAll(l layout, b bins) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(l, "etcd", pid, 30*time.Second, etcdHealthy); err != nil {
+	if err := waitFor(l, "etcd", pid, time.Minute, etcdHealthy); err != nil {
 		return err
 	}
 
@@ -149,7 +150,7 @@ func startAll(l layout, b bins) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(l, "kube-apiserver", pid, 90*time.Second, api.readyz); err != nil {
+	if err := waitFor(l, "kube-apiserver", pid, 3*time.Minute, api.readyz); err != nil {
 		return err
 	}
 
@@ -170,16 +171,19 @@ func startAll(l layout, b bins) error {
 	if err != nil {
 		return err
 	}
-	if err := waitFor(l, "kubelet", pid, 90*time.Second, api.nodeReady); err != nil {
+	if err := waitFor(l, "kubelet", pid, 3*time.Minute, api.nodeReady); err != nil {
 		return err
 	}
 	// The kubelet sets a few kernel tunables at start (overcommit, panic on oops); this
 	// machine is shared, so put them back now that it has.
 	restoreSysctls(l)
 	// Pods are refused until the default ServiceAccount exists.
-	return waitFor(l, "kube-controller-manager", recorded(l, "kube-controller-manager"), 60*time.Second, func() error {
+	if err := waitFor(l, "kube-controller-manager", recorded(l, "kube-controller-manager"), 2*time.Minute, func() error {
 		return api.do("GET", "/api/v1/namespaces/default/serviceaccounts/default", nil)
-	})
+	}); err != nil {
+		return err
+	}
+	return <-imported
 }
 
 func etcdHealthy() error {
