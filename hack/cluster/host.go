@@ -16,9 +16,10 @@ var (
 	// (pkg/kubelet/cm/container_manager_linux.go setupKernelTunables).
 	kubeletSysctls = []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic",
 		"kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"}
-	// hostPaths are created by the kubelet (its fixed /var/log/containers symlink dir) and
-	// by CNI (libcni's result cache in /var/lib/cni) whatever their configuration says.
-	hostPaths = []string{"/var/log/containers", "/var/lib/cni"}
+	// hostPaths are created whatever the configuration says: by the kubelet (its
+	// /var/log/containers symlink directory, its device-plugin socket in
+	// /var/lib/kubelet/device-plugins) and by CNI (libcni's result cache in /var/lib/cni).
+	hostPaths = []string{"/var/log/containers", "/var/lib/kubelet", "/var/lib/cni"}
 	// kubepodsCgroups are where the kubelet puts pods (cgroupfs driver, cgroup root /).
 	kubepodsCgroups = "/sys/fs/cgroup/*/kubepods"
 )
