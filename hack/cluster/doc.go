@@ -23,7 +23,9 @@
 // --kubelet-preferred-address-types=Hostname), and no traffic off 127.0.0.1 (everything
 // listens on loopback; the pod bridge has no gateway and no masquerading). The Docker
 // engine's own containerd is never touched: this containerd has its own socket, root,
-// state and runc root, and its pods live under the kubelet's kubepods cgroups.
+// state and runc root, and its pods live under the kubelet's kubepods cgroups. Nor is the
+// shared host's firewall or kernel: the kubelet adds no iptables chains
+// (makeIPTablesUtilChains: false), and the tunables it sets at start are put back.
 //
 // It must run as root.
 package main
