@@ -6,7 +6,7 @@ TIMEOUT ?= 30m
 
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: all build test test-unit lint images runtimes podman bench faults demo clean
+.PHONY: all build test test-unit lint images runtimes podman bench faults demo clean cluster cluster-down cluster-test
 
 all: build
 
@@ -77,6 +77,24 @@ demo: build
 	$(BIN) run --workdir "$$tmp" examples/stats/demo.jsonl && \
 	echo "--- go test in the fixed copy ($$tmp)" && (cd "$$tmp" && $(GO) test ./...); \
 	rc=$$?; rm -rf "$$tmp"; exit $$rc
+
+# A single-node Kubernetes cluster on this machine (hack/cluster): built from Go modules and
+# Debian packages (cached by version, minutes the first time), started in the background; the
+# last line printed is its kubeconfig. Needs root and the Docker engine (for the images).
+# CLUSTER_JOBS raises the build parallelism (go build -p, GOMAXPROCS).
+CLUSTER_JOBS ?= 1
+CLUSTER      = $(GO) run ./hack/cluster -jobs $(CLUSTER_JOBS)
+cluster:
+	@$(CLUSTER) up
+
+cluster-down:
+	@$(CLUSTER) down
+
+# Smoke check of the cluster (brought up if it is not running): a pod from the imported
+# busybox image, exec stdout/stderr and exit code, deletion.
+cluster-test: build
+	@kc=$$($(CLUSTER) up) && \
+	KUBECONFIG=$$kc PI_SANDBOX_SHIM_BIN=$(abspath $(BIN)) $(GO) test -tags k8s -run '^TestK8sCluster' -count=1 -v ./integration/
 
 clean:
 	rm -rf bin

@@ -63,7 +63,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 			fmt.Fprintf(io.err, "pi-sandbox run: %v\n", err)
 			return 2
 		}
-		cred.guard(&f.cfg)
+		cred.guard(&f.cfg.Config)
 		prov = p
 		opts.Prompts = []loop.Message{loop.UserText(text)}
 	} else {

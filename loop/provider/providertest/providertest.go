@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 )
 
@@ -135,12 +136,16 @@ func Session(t testing.TB, p loop.Provider, files map[string]string, prompt stri
 		}
 	}
 	ctx := context.Background()
-	sb, err := sandbox.Open(ctx, sandbox.Config{WorkDir: dir})
+	b, err := local.New(ctx, local.Config{WorkDir: dir})
 	if err != nil {
-		t.Fatalf("sandbox.Open: %v", err)
+		t.Fatalf("local.New: %v", err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{})
+	if err != nil {
+		t.Fatalf("sandbox.OpenBackend: %v", err)
 	}
 	defer sb.Close()
-	l, err := loop.New(sb.Tools)
+	l, err := loop.New(sb.Tools())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"time"
+)
+
+// apiClient is the little of the Kubernetes API the harness needs, over plain HTTPS with
+// the admin token (the main module carries no client-go).
+type apiClient struct {
+	base, token string
+	hc          *http.Client
+}
+
+func newAPIClient(l layout) (*apiClient, error) {
+	ca, err := os.ReadFile(l.pki("ca.crt"))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	kc, err := os.ReadFile(l.kubeconfig())
+	if err != nil {
+		return nil, fmt.Errorf("cluster: %w", err)
+	}
+	m := regexp.MustCompile(`(?m)^\s+token: (\S+)$`).FindSubmatch(kc)
+	if m == nil {
+		return nil, fmt.Errorf("cluster: no token in %s", l.kubeconfig())
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(ca)
+	return &apiClient{
+		base: fmt.Sprintf("https://127.0.0.1:%d", apiPort), token: string(m[1]),
+		hc: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{RootCAs: pool}, Proxy: nil,
+		}},
+	}, nil
+}
+
+// do sends a request and decodes a 2xx JSON answer into out (when non-nil).
+func (c *apiClient) do(method, path string, out any) error {
+	req, err := http.NewRequest(method, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode/100 != 2 {
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
+	}
+	if out != nil {
+		return json.Unmarshal(body, out)
+	}
+	return nil
+}
+
+func (c *apiClient) readyz() error { return c.do("GET", "/readyz", nil) }
+
+// nodeReady reports nil once the node's Ready condition is True.
+func (c *apiClient) nodeReady() error {
+	var node struct {
+		Status struct {
+			Conditions []struct{ Type, Status, Message string }
+		}
+	}
+	if err := c.do("GET", "/api/v1/nodes/"+nodeName, &node); err != nil {
+		return err
+	}
+	for _, cond := range node.Status.Conditions {
+		if cond.Type == "Ready" {
+			if cond.Status == "True" {
+				return nil
+			}
+			return fmt.Errorf("node %s not Ready: %s", nodeName, cond.Message)
+		}
+	}
+	return fmt.Errorf("node %s has no Ready condition yet", nodeName)
+}
+
+type podRef struct{ Namespace, Name string }
+
+func (c *apiClient) pods() ([]podRef, error) {
+	var list struct {
+		Items []struct {
+			Metadata podRef
+		}
+	}
+	if err := c.do("GET", "/api/v1/pods", &list); err != nil {
+		return nil, err
+	}
+	var refs []podRef
+	for _, it := range list.Items {
+		refs = append(refs, it.Metadata)
+	}
+	return refs, nil
+}
+
+func (c *apiClient) deletePod(p podRef) error {
+	return c.do("DELETE", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=1", p.Namespace, p.Name), nil)
+}
