@@ -171,7 +171,32 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	if !fi.IsDir() && fi.Size() > maxEditBytes {
 		return nil, errEditTooLarge(path, fi.Size())
 	}
-	data, err := readBounded(ctx, t.fsys, abs, fi.Size(), maxEditBytes)
+	// The read-modify-write is one locked compare-and-replace where the
+	// backend has it (the helper): a file that another session changed
+	// since the read is edited again on its new content, so concurrent
+	// edits of one file never lose an update silently.
+	for attempt := 1; ; attempt++ {
+		res, err := t.editOnce(ctx, path, abs, fi.Size(), edits)
+		if errors.Is(err, ops.ErrConflict) && attempt < maxEditAttempts {
+			if fi, err = t.fsys.Stat(ctx, abs); err != nil {
+				return nil, editAccessError(path, err)
+			}
+			continue
+		}
+		if errors.Is(err, ops.ErrConflict) {
+			return nil, fmt.Errorf("Could not edit file: %s. It kept changing while being edited (%d attempts); try again", path, attempt)
+		}
+		return res, err
+	}
+}
+
+// maxEditAttempts bounds the re-edits of a file that keeps changing.
+const maxEditAttempts = 8
+
+// editOnce reads, edits and writes abs once; ops.ErrConflict (from
+// ReplaceFile) means the file changed since the read.
+func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, edits []editSpec) (*loop.Result, error) {
+	data, err := readBounded(ctx, t.fsys, abs, size, maxEditBytes)
 	if err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
@@ -189,6 +214,7 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 		return nil, err
 	}
 
+	orig := data
 	bom, content := stripBOM(decodeString(data))
 	data = nil
 	applied, err := applyEdits(normalizeToLF(content), edits, path)
@@ -204,8 +230,11 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	out := bom + restoreLineEndings(content, applied.reps)
 	wctx, stop := settleCtx(ctx)
 	defer stop()
-	if err := t.fsys.WriteFile(wctx, abs, []byte(out), 0o666); err != nil {
+	if err := t.write(wctx, abs, orig, []byte(out)); err != nil {
 		if err := checkAbort(ctx); err != nil {
+			return nil, err
+		}
+		if errors.Is(err, ops.ErrConflict) {
 			return nil, err
 		}
 		return nil, nodeErr(err, "open", abs)
@@ -225,4 +254,16 @@ func editAccessError(path string, err error) error {
 		reason = "Error code: " + code.Code()
 	}
 	return textErr("Could not edit file: "+path+". "+reason+".", err)
+}
+
+// write replaces abs with data if it still holds orig (ops.ReplaceFS), else
+// writes it atomically.
+func (t *editTool) write(ctx context.Context, abs string, orig, data []byte) error {
+	if r, ok := t.fsys.(ops.ReplaceFS); ok {
+		err := r.ReplaceFile(ctx, abs, orig, data)
+		if !errors.Is(err, ops.ErrUnsupported) {
+			return err
+		}
+	}
+	return t.fsys.WriteFile(ctx, abs, data, 0o666)
 }

@@ -102,6 +102,9 @@ type Config struct {
 	// instead of through the long-lived helper. Zero: the helper, when the
 	// shim runs in the container.
 	NoHelper bool
+	// MaxBackground bounds the background process groups the helper owns
+	// (zero: 64).
+	MaxBackground int
 }
 
 // Mount is a bind mount.

@@ -49,7 +49,7 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config) {
 		Name:    "docker",
 		Dial:    b.dialHelper,
 		Restore: b.restoreHelper,
-		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env)},
+		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground},
 	})
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each operation costs one exec")
@@ -93,17 +93,19 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 }
 
 // restoreHelper brings back what a restart of the container may have lost
-// (a tmpfs): the sandbox's directories and the shim binary.
+// (a tmpfs), or someone changed: the sandbox's directories, and a fresh
+// upload of the shim binary (a stale or replaced one may still answer
+// `version` and yet not serve).
 func (b *Backend) restoreHelper(ctx context.Context) error {
 	if err := b.waitUnpaused(ctx); err != nil {
 		return err
 	}
-	res, err := b.script(ctx, "mkdir -p "+shellproc.Quote(b.info.SpillDir)+" "+shellproc.Quote(b.runDir)+" && "+shellproc.Quote(b.shimPath)+" __shim version", nil)
+	res, err := b.script(ctx, "mkdir -p "+shellproc.Quote(b.info.SpillDir)+" "+shellproc.Quote(b.runDir), nil)
 	if err != nil {
 		return err
 	}
-	if res.code == 0 {
-		return nil
+	if res.code != 0 {
+		return fmt.Errorf("docker: restore the sandbox directories: %s", strings.TrimSpace(res.stderr))
 	}
 	p, err := b.uploadShim(ctx, b.sf)
 	if err != nil {
@@ -270,9 +272,25 @@ func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, er
 
 func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if b.h != nil {
-		return b.h.Run(ctx, cmd)
+		return b.pausedErr(b.h.Run(ctx, cmd))
 	}
 	return b.execRun(ctx, cmd)
+}
+
+// pausedErr says so when a call that ended by its deadline (or a timeout)
+// met a paused container: nothing in it could run.
+func (b *Backend) pausedErr(err error) error {
+	var te *ops.TimeoutError
+	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &te)) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	res, ierr := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+	if ierr == nil && res.Container.State != nil && res.Container.State.Paused {
+		return fmt.Errorf("docker: container %.12s is paused: %w", b.id, err)
+	}
+	return err
 }
 
 func (b *Backend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {

@@ -175,7 +175,7 @@ func (c *conn) errorf(format string, a ...any) error {
 // fails.
 func (c *conn) dial(ctx context.Context) (*session, error) {
 	s, err := c.dialOnce(ctx)
-	if err == nil || c.cfg.Restore == nil || ctx.Err() != nil || errors.Is(err, ErrMismatch) {
+	if err == nil || c.cfg.Restore == nil || ctx.Err() != nil {
 		return s, err
 	}
 	if rerr := c.cfg.Restore(ctx); rerr != nil {

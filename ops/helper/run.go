@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -56,14 +57,41 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string) error {
 		req.Base, req.HasBase = proto.Strs(base), true
 	}
 
-	// The request lives on its own context: a cancel of ctx becomes a kill
-	// request, and the reply is read on until the tree is dead.
+	// Once the command runs, the request lives on its own context: a cancel
+	// of ctx becomes a kill request, and the reply is read on until the tree
+	// is dead. Until then (a place among the calls in flight, the request
+	// sent, the reply's headers: all of which stall in a paused container)
+	// ctx bounds it, and the timeout too.
 	reqCtx, abort := context.WithCancel(context.WithoutCancel(ctx))
 	defer abort()
+	var started atomic.Bool
+	stop := context.AfterFunc(ctx, func() {
+		if !started.Load() {
+			abort()
+		}
+	})
+	defer stop()
+	var startTimer *time.Timer
+	var timedOut atomic.Bool
+	if cmd.Timeout > 0 {
+		startTimer = time.AfterFunc(cmd.Timeout+stallMargin, func() {
+			if !started.Load() {
+				timedOut.Store(true)
+				abort()
+			}
+		})
+	}
 	resp, release, err := cl.call(reqCtx, proto.PathRun, req, false, nil)
+	started.Store(true)
+	if startTimer != nil {
+		startTimer.Stop()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return cl.c.errorf("%w", ops.Canceled(ctx))
+		}
+		if timedOut.Load() {
+			return &ops.TimeoutError{Limit: cmd.Timeout}
 		}
 		return err
 	}
@@ -125,8 +153,6 @@ wait:
 			break wait
 		case <-ctx.Done():
 			canceled = true
-			ctxDone := ctx.Done()
-			_ = ctxDone
 			go cl.kill(id)
 			select {
 			case r = <-done:

@@ -60,6 +60,10 @@ type Config struct {
 	// process group only, and run in this process's children.
 	NoShim bool
 
+	// MaxBackground bounds the background process groups the helper owns
+	// (zero: 64).
+	MaxBackground int
+
 	// NoHelper runs operations in this process (the fallback path) instead
 	// of in a helper child process; commands still run under the shim.
 	NoHelper bool
@@ -116,7 +120,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		c, err := helper.New(ctx, helper.Config{
 			Name:  "local",
 			Dial:  helper.ExecDial(shimPath, append(env[:len(env):len(env)], shimEnvExtra...)),
-			Hello: proto.Hello{WorkDir: proto.Str(wd), SpillDir: proto.Str(spill), Shell: proto.Str(cfg.Shell)},
+			Hello: proto.Hello{WorkDir: proto.Str(wd), SpillDir: proto.Str(spill), Shell: proto.Str(cfg.Shell), MaxBackground: cfg.MaxBackground},
 		})
 		if err == nil {
 			b.inner = c

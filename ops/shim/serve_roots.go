@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"sort"
+	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -46,7 +48,22 @@ func openRootSet(b *native.Backend, roots []ops.Root) (*rootSet, error) {
 		}
 		resolved = append(resolved, ops.Root{Path: p, ReadOnly: r.ReadOnly})
 	}
-	return &rootSet{roots: resolved, fs: &confinedFS{set: set, b: b}, close: func() { set.Close() }}, nil
+	c := &confinedFS{set: set, b: b, opened: rs}
+	for _, r := range set.Roots() {
+		fi, err := os.Stat(r.Path)
+		if err != nil {
+			set.Close()
+			return nil, mapBeneath(&fs.PathError{Op: "stat", Path: r.Path, Err: unwrapErrno(err)})
+		}
+		c.ids = append(c.ids, rootID{path: r.Path, fi: fi})
+	}
+	return &rootSet{roots: resolved, fs: c, close: func() { c.close() }}, nil
+}
+
+// rootID is what a root's path named when the set was opened.
+type rootID struct {
+	path string
+	fi   fs.FileInfo
 }
 
 // mapBeneath turns the package's errors into the ops vocabulary: errno
@@ -76,8 +93,52 @@ func mapBeneath(err error) error {
 // semantics (Node's op names, atomic writes, EISDIR on reading a
 // directory).
 type confinedFS struct {
+	b      *native.Backend
+	opened []beneath.Root
+
+	mu  sync.Mutex
 	set *beneath.Set
-	b   *native.Backend
+	ids []rootID
+}
+
+func (c *confinedFS) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.set.Close()
+}
+
+// current returns the set, after checking that the roots name what they
+// named when it was opened: the set holds directory descriptors, which would
+// keep serving a root that was removed (a deleted working directory must
+// not look alive) or replaced (reopened on the new one).
+func (c *confinedFS) current(op, name string) (*beneath.Set, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range c.ids {
+		if name != id.path && !strings.HasPrefix(name, strings.TrimSuffix(id.path, "/")+"/") {
+			continue
+		}
+		fi, err := os.Stat(id.path)
+		if err != nil {
+			return nil, mapBeneath(&fs.PathError{Op: op, Path: name, Err: unwrapErrno(err)})
+		}
+		if !os.SameFile(fi, id.fi) {
+			set, err := beneath.Open(c.opened)
+			if err != nil {
+				return nil, mapBeneath(err)
+			}
+			c.set.Close()
+			c.set = set
+			c.ids = c.ids[:0]
+			for _, r := range set.Roots() {
+				if fi, err := os.Stat(r.Path); err == nil {
+					c.ids = append(c.ids, rootID{path: r.Path, fi: fi})
+				}
+			}
+		}
+		break
+	}
+	return c.set, nil
 }
 
 var _ ops.FS = (*confinedFS)(nil)
@@ -86,7 +147,11 @@ func (c *confinedFS) Open(ctx context.Context, name string) (io.ReadCloser, erro
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	f, err := c.set.OpenFile(name, os.O_RDONLY, 0)
+	set, err := c.current("open", name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := set.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, mapBeneath(err)
 	}
@@ -129,8 +194,12 @@ func (c *confinedFS) OpenWriter(ctx context.Context, name string, flag int, perm
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	set, err := c.current("open", name)
+	if err != nil {
+		return nil, err
+	}
 	flag &= os.O_CREATE | os.O_EXCL | os.O_TRUNC | os.O_APPEND
-	f, err := c.set.OpenFile(name, flag|os.O_WRONLY, perm)
+	f, err := set.OpenFile(name, flag|os.O_WRONLY, perm)
 	if err != nil {
 		return nil, mapBeneath(err)
 	}
@@ -169,7 +238,11 @@ func (c *confinedFS) Stat(ctx context.Context, name string) (fs.FileInfo, error)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fi, err := c.set.Stat(name)
+	set, err := c.current("stat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := set.Stat(name)
 	return fi, mapBeneath(err)
 }
 
@@ -177,7 +250,11 @@ func (c *confinedFS) Lstat(ctx context.Context, name string) (fs.FileInfo, error
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	fi, err := c.set.Lstat(name)
+	set, err := c.current("lstat", name)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := set.Lstat(name)
 	return fi, mapBeneath(err)
 }
 
@@ -185,7 +262,11 @@ func (c *confinedFS) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, e
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	es, err := c.set.ReadDir(name)
+	set, err := c.current("scandir", name)
+	if err != nil {
+		return nil, err
+	}
+	es, err := set.ReadDir(name)
 	return es, mapBeneath(err)
 }
 
@@ -193,24 +274,36 @@ func (c *confinedFS) WriteFile(ctx context.Context, name string, data []byte, pe
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	if fi, err := c.set.Stat(name); err == nil && fi.IsDir() {
+	set, err := c.current("open", name)
+	if err != nil {
+		return err
+	}
+	if fi, err := set.Stat(name); err == nil && fi.IsDir() {
 		return ops.PathError("open", name, ops.EISDIR)
 	}
-	return mapBeneath(c.set.WriteFileAtomic(name, bytes.NewReader(data), perm))
+	return mapBeneath(set.WriteFileAtomic(name, bytes.NewReader(data), perm))
 }
 
 func (c *confinedFS) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapBeneath(c.set.MkdirAll(name, perm))
+	set, err := c.current("mkdir", name)
+	if err != nil {
+		return err
+	}
+	return mapBeneath(set.MkdirAll(name, perm))
 }
 
 func (c *confinedFS) RealPath(ctx context.Context, name string) (string, error) {
 	if err := ctx.Err(); err != nil {
 		return "", err
 	}
-	p, err := c.set.RealPath(name)
+	set, err := c.current("realpath", name)
+	if err != nil {
+		return "", err
+	}
+	p, err := set.RealPath(name)
 	return p, mapBeneath(err)
 }
 
@@ -218,12 +311,20 @@ func (c *confinedFS) Access(ctx context.Context, name string, mode ops.AccessMod
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapBeneath(c.set.Access(name, uint32(mode)))
+	set, err := c.current("access", name)
+	if err != nil {
+		return err
+	}
+	return mapBeneath(set.Access(name, uint32(mode)))
 }
 
 func (c *confinedFS) Remove(ctx context.Context, name string) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	return mapBeneath(c.set.Remove(name))
+	set, err := c.current("unlink", name)
+	if err != nil {
+		return err
+	}
+	return mapBeneath(set.Remove(name))
 }

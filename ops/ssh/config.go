@@ -78,6 +78,9 @@ type Config struct {
 	// command (the fallback path) instead of the long-lived helper session.
 	// Zero: the helper, when the shim runs on the host.
 	NoHelper bool
+	// MaxBackground bounds the background process groups the helper owns
+	// (zero: 64).
+	MaxBackground int
 }
 
 // ErrNoHost is returned by New when Config.Host is empty.

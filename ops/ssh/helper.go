@@ -32,10 +32,13 @@ var (
 )
 
 // helperCommand starts the helper through the login shell. The marker comes
-// first on stdout so that what rc files print is skipped; SHLVL=1 keeps the
-// commands' bash from sourcing ~/.bashrc again.
+// first on stdout so that what rc files print is skipped. The commands'
+// bash must not source ~/.bashrc again (it does when SSH_CLIENT is set and
+// SHLVL says it is the top-level shell): the login shell's exec lowers
+// SHLVL by one, so 2 here is 1 in the helper, and each command's bash
+// counts 2.
 func helperCommand(shimPath string) string {
-	return "printf '" + outMarker + "'; SHLVL=1; export SHLVL; exec " + shquote.Quote(shimPath) + " __shim serve"
+	return "printf '" + outMarker + "'; SHLVL=2; export SHLVL; exec " + shquote.Quote(shimPath) + " __shim serve"
 }
 
 func (b *Backend) startHelper(ctx context.Context) {
@@ -48,9 +51,10 @@ func (b *Backend) startHelper(ctx context.Context) {
 		return
 	}
 	h, err := helper.New(ctx, helper.Config{
-		Name:  "sshops",
-		Dial:  b.dialHelper,
-		Hello: proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(defaultEnv)},
+		Name:    "sshops",
+		Dial:    b.dialHelper,
+		Restore: b.restoreHelper,
+		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(defaultEnv), MaxBackground: b.cfg.MaxBackground},
 	})
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each command opens a session through the login shell")
@@ -62,6 +66,22 @@ func (b *Backend) startHelper(ctx context.Context) {
 			b.info.Capabilities = append(b.info.Capabilities, c)
 		}
 	}
+}
+
+// restoreHelper uploads the shim again (a fresh copy under its content
+// address) when a helper would not start or answer: the binary was removed
+// or replaced since.
+func (b *Backend) restoreHelper(ctx context.Context) error {
+	h, err := b.hostShim()
+	if err != nil {
+		return err
+	}
+	p, err := b.uploadShim(ctx, h)
+	if err != nil {
+		return err
+	}
+	b.shimPath = p
+	return nil
 }
 
 // dialHelper opens the helper's session and returns its stdio, past the

@@ -20,6 +20,10 @@ type Config struct {
 	// Docker.Container); ssh, the remote home.
 	WorkDir string
 
+	// MaxBackground bounds the background process groups the sandbox
+	// owns (--max-background; zero: 64).
+	MaxBackground int
+
 	Docker DockerConfig
 	SSH    SSHConfig
 
@@ -48,6 +52,7 @@ type SSHConfig struct {
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker or ssh")
 	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker, /workspace; ssh, the remote home)")
+	fs.IntVar(&c.MaxBackground, "max-background", 0, "at most N background process groups (commands' leftovers kept running; default 64)")
 	fs.StringVar(&c.Docker.Image, "image", "", "docker: run an ephemeral hardened container from this image")
 	fs.StringVar(&c.Docker.Container, "container", "", "docker: use this existing container")
 	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker: bind mount HOST:TARGET[:ro] (repeatable, with --image)")

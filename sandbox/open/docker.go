@@ -21,11 +21,12 @@ func openDocker(ctx context.Context, cfg Config) (ops.Backend, error) {
 
 func dockerConfig(cfg Config) (docker.Config, error) {
 	dc := docker.Config{
-		Image:     cfg.Docker.Image,
-		Container: cfg.Docker.Container,
-		User:      cfg.Docker.User,
-		WorkDir:   cfg.WorkDir,
-		Runtime:   cfg.Docker.Runtime,
+		Image:         cfg.Docker.Image,
+		Container:     cfg.Docker.Container,
+		User:          cfg.Docker.User,
+		WorkDir:       cfg.WorkDir,
+		Runtime:       cfg.Docker.Runtime,
+		MaxBackground: cfg.MaxBackground,
 	}
 	for _, m := range cfg.Docker.Mounts {
 		pm, err := docker.ParseMount(m)

@@ -23,7 +23,7 @@ func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill})
+	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill, MaxBackground: cfg.MaxBackground})
 }
 
 // localSpillDir creates (or checks) the per-user spill directory. It must be

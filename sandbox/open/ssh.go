@@ -29,6 +29,7 @@ func sshConfig(cfg Config) (sshops.Config, error) {
 		User:           user,
 		KnownHostsFile: cfg.SSH.KnownHosts,
 		WorkDir:        cfg.WorkDir,
+		MaxBackground:  cfg.MaxBackground,
 	}
 	if cfg.SSH.Identity != "" {
 		c.IdentityFiles = []string{cfg.SSH.Identity}

@@ -30,6 +30,10 @@ const (
 	drainLimit = time.Second
 )
 
+// maxArgCommand is the longest command passed as an argument; a longer one
+// goes through a file (Linux allows 128 KiB per argument).
+const maxArgCommand = 96 << 10
+
 type stopReason int
 
 const (
@@ -60,6 +64,24 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 	if dir == "" {
 		dir = b.info.WorkDir
 	}
+	shellArgs := []string{b.shell, "-c", c.Command}
+	if len(c.Command) > maxArgCommand {
+		// Longer than one exec argument may be (E2BIG past 128 KiB): the
+		// shell sources it from a file.
+		f, err := os.CreateTemp(b.info.SpillDir, "pi-cmd-*.sh")
+		if err != nil {
+			return &ops.StartError{Err: fmt.Errorf("local: command file: %w", err)}
+		}
+		_, werr := f.WriteString(c.Command)
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		defer os.Remove(f.Name())
+		if werr != nil {
+			return &ops.StartError{Err: fmt.Errorf("local: command file: %w", werr)}
+		}
+		shellArgs = []string{b.shell, "-c", `. "$0"`, f.Name()}
+	}
 	var cmd *exec.Cmd
 	logPath := ""
 	if shimPath != "" {
@@ -75,12 +97,12 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 			}
 			args = append(args, "--lifeline", "3")
 		}
-		cmd = exec.Command(shimPath, append(args, "--", b.shell, "-c", c.Command)...)
+		cmd = exec.Command(shimPath, append(append(args, "--"), shellArgs...)...)
 		if b.bg != nil {
 			cmd.ExtraFiles = []*os.File{b.bg.lifeline}
 		}
 	} else {
-		cmd = exec.Command(b.shell, "-c", c.Command)
+		cmd = exec.Command(shellArgs[0], shellArgs[1:]...)
 	}
 	cmd.Dir = dir
 	cmd.Env = mergeEnv(base, c.Env)
