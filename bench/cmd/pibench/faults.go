@@ -367,6 +367,7 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	case "ssh":
 		rows = append(rows, sshFaults(ctx, o, p, e, max(o.trials/40, 5))...)
 	}
+	rows = append(rows, helperFaults(ctx, o, p, e)...)
 	p.step("%s: escape attempts", e.name)
 	rows = append(rows, escapeAttempts(ctx, e)...)
 	return rows

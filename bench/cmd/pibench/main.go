@@ -27,7 +27,8 @@ type options struct {
 	quick    bool
 	backends []string
 	out      string
-	bin      string // the pi-sandbox binary: the CLI under test and the shim
+	bin      string // the pi-sandbox CLI under test
+	shim     string // the slim in-target binary (pi-sandbox-shim)
 	image    string
 	trials   int
 	parallel int
@@ -54,15 +55,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, args := os.Args[1], os.Args[2:]
-	if cmd == rssChildCmd {
+	switch cmd {
+	case rssChildCmd:
 		os.Exit(rssChild(ctx, args))
+	case slowChildCmd:
+		os.Exit(slowChild(ctx, args))
 	}
 	var o options
 	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
 	backends := fs.String("backends", "local,docker,ssh", "comma-separated backends to measure")
 	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
 	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
-	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox binary (CLI under test, and the shim)")
+	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox CLI under test")
+	fs.StringVar(&o.shim, "shim", "", "the in-target binary (zero: pi-sandbox-shim next to -bin)")
 	fs.StringVar(&o.image, "image", "pi-sandbox/debian", "docker image (pi-sandbox/busybox also works)")
 	fs.IntVar(&o.n, "n", 0, "in-process calls per latency op (0: 200, -quick 40)")
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
@@ -100,8 +105,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "pibench: %v (run make build first)\n", err)
 		os.Exit(1)
 	}
-	// Targets run the static pi-sandbox binary as their shim.
-	os.Setenv("PI_SANDBOX_SHIM_BIN", o.bin)
+	if o.shim == "" {
+		o.shim = filepath.Join(filepath.Dir(o.bin), shim.BinaryName)
+	}
+	if abs, err := filepath.Abs(o.shim); err == nil {
+		o.shim = abs
+	}
+	if _, err := os.Stat(o.shim); err != nil {
+		fmt.Fprintf(os.Stderr, "pibench: %v (run make build first)\n", err)
+		os.Exit(1)
+	}
+	// Targets (and the local backend, and the CLI) run the slim binary as
+	// their shim and helper.
+	os.Setenv("PI_SANDBOX_SHIM_BIN", o.shim)
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "pibench: %v\n", err)
 		os.Exit(1)

@@ -278,7 +278,7 @@ func fileThroughput(ctx context.Context, o *options, p *progress, e *env) []thro
 	var rows []throughputRow
 	for _, pr := range []pair{write, read} {
 		p.step("%s: %s", e.name, pr.what)
-		r := throughputRow{What: pr.what, Via: "in-process ops FS (" + fsVia(e.name) + ")", Bytes: mib64}
+		r := throughputRow{What: pr.what, Via: "in-process ops FS (" + fsVia(e) + ")", Bytes: mib64}
 		d, err := med(pr.ourF)
 		if err != nil {
 			r.Err = err.Error()
@@ -299,8 +299,11 @@ func fileThroughput(ctx context.Context, o *options, p *progress, e *env) []thro
 	return rows
 }
 
-func fsVia(b string) string {
-	switch b {
+func fsVia(e *env) string {
+	if e.raw.Info().Has("helper") {
+		return "helper"
+	}
+	switch e.name {
 	case "docker":
 		return "exec cat / temp+mv"
 	case "ssh":
