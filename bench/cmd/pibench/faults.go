@@ -327,6 +327,9 @@ func runFaults(ctx context.Context, o *options) error {
 }
 
 func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenResult {
+	if o.helperOnly {
+		return helperFaults(ctx, o, p, e)
+	}
 	var rows []scenResult
 	few := max(o.trials/10, 5)
 	add := func(r scenResult, name string) {

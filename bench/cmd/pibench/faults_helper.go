@@ -52,7 +52,7 @@ func helperScript(t tagger) string {
   d=${f%%/cmdline}; p=${d#/proc/}
   st=$(cat $d/stat 2>/dev/null) || continue
   set -- ${st##*) }; [ "$1" = Z ] && continue
-  echo "live $p"
+  echo "live $p"; echo "proc $p $(tr '\0' ' ' < $d/cmdline | cut -c1-120) ppid=$2 state=$1"
   while [ -n "$p" ] && [ "$p" -gt 1 ]; do
     if tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q '__shim [s]erve'; then echo "helper $p"; break; fi
     st=$(cat /proc/$p/stat 2>/dev/null) || break; set -- ${st##*) }; p=$2
@@ -68,6 +68,7 @@ done; echo "helpers $n"; echo end`, t.pattern())
 // targetView is what helperScript saw.
 type targetView struct {
 	live    int
+	procs   []string // "proc PID CMDLINE ppid state" of the live ones
 	helper  int // the tagged tree's helper, 0 if none
 	helpers int
 	all     []int
@@ -83,6 +84,10 @@ func look(ctx context.Context, e *env, t tagger) (targetView, error) {
 		return v, fmt.Errorf("probe: incomplete output %q", out)
 	}
 	for _, line := range strings.Split(out, "\n") {
+		if strings.HasPrefix(line, "proc ") {
+			v.procs = append(v.procs, strings.TrimPrefix(line, "proc "))
+			continue
+		}
 		f := strings.Fields(line)
 		if len(f) != 2 {
 			continue
@@ -210,9 +215,15 @@ func helperKilledTrial(ctx context.Context, e *env, t tagger, i int) trialOut {
 	case lat > 2*time.Second:
 		out.fail = fmt.Sprintf("the transport error came %.1f s after the kill (target 2 s)", lat.Seconds())
 	}
+	if os.Getenv("PIBENCH_DEBUG") != "" {
+		fmt.Fprintf(os.Stderr, "helper kill trial %d: helper %d, lat %v, err %v\n", i, v.helper, lat, err)
+	}
 	tv, _, _ := waitView(ctx, e, t, 3*time.Second, func(v targetView) bool { return v.live == 0 })
-	if tv.live > 0 && out.fail == "" {
-		out.fail = fmt.Sprintf("%d processes of the tree alive 3 s after the helper died", tv.live)
+	if tv.live > 0 {
+		_, d, _ := waitView(ctx, e, t, hangLimit, func(v targetView) bool { return v.live == 0 })
+		if out.fail == "" {
+			out.fail = fmt.Sprintf("%d processes of the tree alive 3 s after the helper died (gone after %.1f s): %s", tv.live, 3+d.Seconds(), strings.Join(tv.procs, "; "))
+		}
 	}
 	out.checkNextCall(ctx, e.raw, "after the helper was killed")
 	return out

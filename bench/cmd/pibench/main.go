@@ -24,16 +24,17 @@ import (
 
 // options are the flags both commands share.
 type options struct {
-	quick    bool
-	backends []string
-	out      string
-	bin      string // the pi-sandbox CLI under test
-	shim     string // the slim in-target binary (pi-sandbox-shim)
-	image    string
-	trials   int
-	parallel int
-	cliN     int
-	n        int
+	quick      bool
+	backends   []string
+	out        string
+	bin        string // the pi-sandbox CLI under test
+	shim       string // the slim in-target binary (pi-sandbox-shim)
+	image      string
+	trials     int
+	parallel   int
+	helperOnly bool
+	cliN       int
+	n          int
 }
 
 func (o *options) has(b string) bool {
@@ -73,6 +74,7 @@ func main() {
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
+	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
 	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 15s, -quick 8s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
