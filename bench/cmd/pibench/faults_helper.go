@@ -69,7 +69,7 @@ done; echo "helpers $n"; echo end`, t.pattern())
 type targetView struct {
 	live    int
 	procs   []string // "proc PID CMDLINE ppid state" of the live ones
-	helper  int // the tagged tree's helper, 0 if none
+	helper  int      // the tagged tree's helper, 0 if none
 	helpers int
 	all     []int
 }
