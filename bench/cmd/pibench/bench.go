@@ -219,9 +219,9 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 		bs.Extra = append(bs.Extra, extraRow{Name: k, stats: timeN(p, k, n, func(int) error { return f(ctx) })})
 	}
 	bs.Throughput = throughput(ctx, o, p, e)
-	bs.Concurrency = concurrency(ctx, p, e)
+	bs.Concurrency = concurrency(ctx, p, e, 3)
 	if nh != nil {
-		bs.ConcurrencyNH = concurrency(ctx, p, nh)
+		bs.ConcurrencyNH = concurrency(ctx, p, nh, 1)
 	}
 	bname, bf := firstCallBaseline(e)
 	bs.First = firstCalls(ctx, o, p, e, e.spec, bname, bf)

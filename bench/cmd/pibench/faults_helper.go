@@ -326,12 +326,16 @@ func versionMismatch(ctx context.Context, o *options, e *env, variant string) sc
 	sum := sha256.Sum256(want)
 	wantSum := hex.EncodeToString(sum[:])
 	var repl string
+	// A new file renamed over the old one (the running helper keeps the old
+	// inode; writing into it would fail with ETXTBSY).
+	tmp := shq(bin + ".pibench-new")
 	switch variant {
 	case "stale":
-		repl = fmt.Sprintf("cat > %s <<'EOF'\n%sEOF\nchmod 755 %s", shq(bin), staleShim, shq(bin))
+		repl = fmt.Sprintf("cat > %s <<'EOF'\n%sEOF\n", tmp, staleShim)
 	case "truncated":
-		repl = fmt.Sprintf("head -c 65536 %s > /tmp/.pibench-trunc && cat /tmp/.pibench-trunc > %s && rm -f /tmp/.pibench-trunc", shq(bin), shq(bin))
+		repl = fmt.Sprintf("head -c 65536 %s > %s\n", shq(bin), tmp)
 	}
+	repl += fmt.Sprintf("chmod 755 %s && chown --reference=%s %s 2>/dev/null; mv -f %s %s", tmp, shq(bin), tmp, tmp, shq(bin))
 	if _, err := probe(ctx, e, repl); err != nil {
 		r.Failures, r.FirstFail = 1, "replace the binary: "+err.Error()
 		return r
@@ -376,11 +380,12 @@ func versionMismatch(ctx context.Context, o *options, e *env, variant string) sc
 
 // restoreShim writes data to path in the target.
 func restoreShim(ctx context.Context, e *env, path string, data []byte) {
+	script := fmt.Sprintf("cat > %s.pibench-new && chmod 755 %s.pibench-new && chown --reference=%s %s.pibench-new 2>/dev/null; mv -f %s.pibench-new %s", shq(path), shq(path), shq(path), shq(path), shq(path), shq(path))
 	if e.name == "docker" {
-		runExt(ctx, data, "docker", "exec", "-i", "-u", "0", e.container, "sh", "-c", "cat > "+shq(path))
+		runExt(ctx, data, "docker", "exec", "-i", "-u", "0", e.container, "sh", "-c", script)
 		return
 	}
-	os.WriteFile(path, data, 0o755)
+	runExt(ctx, data, "sh", "-c", script)
 }
 
 // helperFaults are the helper's lifecycle scenarios on e.

@@ -75,12 +75,12 @@ func main() {
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
 	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
-	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 15s, -quick 8s); an op that hits it reports on fewer calls")
+	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 8s, -quick 4s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
-		opBudget = 15 * time.Second
+		opBudget = 8 * time.Second
 		if o.quick {
-			opBudget = 8 * time.Second
+			opBudget = 4 * time.Second
 		}
 	}
 	for _, b := range strings.Split(*backends, ",") {
