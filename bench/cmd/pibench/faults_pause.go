@@ -57,22 +57,32 @@ func longPauseTrial(ctx context.Context, e *env, t tagger, i int) trialOut {
 			out.fail = s
 		}
 	}
-	// The call made while paused.
+	// The call made while paused (5 s deadline), watched from here: it must
+	// return at its deadline, saying the container is paused.
 	time.Sleep(time.Second)
 	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
 	pstart := time.Now()
-	perr := e.raw.Run(pctx, &ops.Cmd{Command: "echo while-paused"})
-	pd := time.Since(pstart)
-	cancel()
-	switch {
-	case perr == nil:
-		fail("a call made while paused succeeded")
-	case !strings.Contains(perr.Error(), "paused"):
-		fail(fmt.Sprintf("the call made while paused did not say so: %v", perr))
-	case pd < 4500*time.Millisecond || pd > 7*time.Second:
-		fail(fmt.Sprintf("the call made while paused returned after %.1f s, not at its 5 s deadline: %v", pd.Seconds(), perr))
+	pch := runAsync(pctx, e.raw, &ops.Cmd{Command: "echo while-paused"})
+	checkPaused := func(perr error, pd time.Duration) {
+		switch {
+		case perr == nil:
+			fail("a call made while paused succeeded")
+		case !strings.Contains(perr.Error(), "paused"):
+			fail(fmt.Sprintf("the call made while paused returned after %.1f s without saying so: %v", pd.Seconds(), perr))
+		case pd < 4500*time.Millisecond || pd > 7*time.Second:
+			fail(fmt.Sprintf("the call made while paused returned after %.1f s, not at its 5 s deadline: %v", pd.Seconds(), perr))
+		}
+		notes = append(notes, fmt.Sprintf("paused call returned after %.1f s: %v", pd.Seconds(), perr))
 	}
-	notes = append(notes, fmt.Sprintf("paused call: %.1f s", pd.Seconds()))
+	pdone := false
+	select {
+	case perr := <-pch:
+		pdone = true
+		checkPaused(perr, time.Since(pstart))
+	case <-time.After(7 * time.Second):
+		fail("the call made while paused (5 s deadline) had not returned 7 s after it started")
+	}
 	// The timeout of the call in flight fires while paused.
 	select {
 	case err := <-ch:
@@ -101,6 +111,15 @@ func longPauseTrial(ctx context.Context, e *env, t tagger, i int) trialOut {
 		notes = append(notes, "docker events: "+err.Error())
 	} else if n := strings.Count(evs, "exec_create"); n > 0 {
 		fail(fmt.Sprintf("%d execs created in the paused container", n))
+	}
+	if !pdone {
+		select {
+		case perr := <-pch:
+			notes = append(notes, fmt.Sprintf("paused call returned %.1f s after it started (%.1f s after unpause): %v", time.Since(pstart).Seconds(), time.Since(until).Seconds(), perr))
+		case <-time.After(hangLimit):
+			notes = append(notes, "paused call still blocked 30 s after unpause")
+			out.hang = true
+		}
 	}
 	out.checkNextCall(ctx, e.raw, "after unpause")
 	v, _, _ = waitView(ctx, e, t, 3*time.Second, func(v targetView) bool { return v.live == 0 })

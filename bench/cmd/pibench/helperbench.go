@@ -24,6 +24,7 @@ const slowRC = "sleep 0.3"
 type firstCallRow struct {
 	Path     string  `json:"path"` // "helper" or "no helper"
 	Stats    stats   `json:"stats"`
+	New      stats   `json:"newOnly"` // New alone (includes the helper's start)
 	Baseline string  `json:"baseline"`
 	Base     stats   `json:"baselineStats"`
 	OverMs   float64 `json:"overBaselineMs"`
@@ -65,13 +66,18 @@ func openNoHelper(ctx context.Context, e *env) (*env, error) {
 
 // firstCall times opening spec's backend and running `true` on it, closing
 // it after, reps times.
-func firstCall(ctx context.Context, p *progress, label string, reps int, spec childSpec) stats {
-	return timeN(p, label, reps, func(int) error {
+func firstCall(ctx context.Context, p *progress, label string, reps int, spec childSpec) (stats, stats) {
+	var news []time.Duration
+	st := timeN(p, label, reps, func(i int) error {
 		cctx, cancel := context.WithTimeout(ctx, callTimeout)
 		defer cancel()
+		t := time.Now()
 		b, err := openBackend(cctx, spec)
 		if err != nil {
 			return err
+		}
+		if i >= 0 {
+			news = append(news, time.Since(t))
 		}
 		defer b.Close()
 		if want := !spec.NoHelper && spec.Shim != ""; want && !b.Info().Has("helper") {
@@ -79,6 +85,7 @@ func firstCall(ctx context.Context, p *progress, label string, reps int, spec ch
 		}
 		return b.Run(cctx, &ops.Cmd{Command: "true"})
 	})
+	return st, summarize(news)
 }
 
 // firstCalls measures the first call of a session on e's target with and
@@ -102,8 +109,8 @@ func firstCalls(ctx context.Context, o *options, p *progress, e *env, spec child
 			path = "no helper"
 		}
 		p.step("%s: first call (New + bash true), %s ×%d", e.name, path, reps)
-		st := firstCall(ctx, p, e.name+" first "+path, reps, s)
-		r := firstCallRow{Path: path, Stats: st, Baseline: baseName, Base: bst}
+		st, nst := firstCall(ctx, p, e.name+" first "+path, reps, s)
+		r := firstCallRow{Path: path, Stats: st, New: nst, Baseline: baseName, Base: bst}
 		if st.N > 0 && bst.N > 0 {
 			r.OverMs = st.P50Ms - bst.P50Ms
 		}
@@ -206,5 +213,5 @@ func slowRCBench(ctx context.Context, o *options, p *progress) (res *slowRCStats
 	return res
 }
 
-// timedSince is a helper for one-shot timings.
+// timedSince is the time since t in milliseconds.
 func timedSince(t time.Time) float64 { return ms(time.Since(t)) }

@@ -218,9 +218,9 @@ func firstTable(w func(string, ...any), title string, rows []firstCallRow) {
 	if len(rows) == 0 {
 		return
 	}
-	w("\n### %s\n\nNew (connect, shim check, helper start) + one `true`, then Close; p50 / p99 ms.\n\n| path | New + first call | baseline | baseline p50 / p99 | over baseline p50 |\n|---|---|---|---|---|\n", title)
+	w("\n### %s\n\nNew (connect, shim check, helper start) + one `true`, then Close; p50 / p99 ms.\n\n| path | New + first call | of which New | baseline | baseline p50 / p99 | over baseline p50 |\n|---|---|---|---|---|---|\n", title)
 	for _, r := range rows {
-		w("| %s | %s | %s | %s | %s ms |\n", r.Path, statCell(&r.Stats), r.Baseline, statCell(&r.Base), fmt.Sprintf("%+.0f", r.OverMs))
+		w("| %s | %s | %s | %s | %s | %s ms |\n", r.Path, statCell(&r.Stats), statCell(&r.New), r.Baseline, statCell(&r.Base), fmt.Sprintf("%+.0f", r.OverMs))
 	}
 }
 
