@@ -381,10 +381,17 @@ func listingSelfCheck(ctx context.Context, b ops.Backend) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	rs := newReadySink()
 	ch := runAsync(cctx, b, &ops.Cmd{Command: treeCmd(t, 0, false), Output: rs})
-	defer func() { cancel(); <-ch }()
+	returned := false
+	defer func() {
+		cancel()
+		if !returned {
+			<-ch
+		}
+	}()
 	select {
 	case <-rs.ready:
 	case err := <-ch:
+		returned = true
 		return 0, err
 	case <-time.After(hangLimit):
 		return 0, errors.New("not ready")

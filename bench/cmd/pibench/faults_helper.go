@@ -26,11 +26,18 @@ import (
 
 // probe runs a shell script in e's target, outside the backend.
 func probe(ctx context.Context, e *env, script string) (string, error) {
+	return probeAs(ctx, e, "0", script)
+}
+
+// probeAs is probe as a user of the container (docker; elsewhere this
+// machine's root). The container's root has no capabilities (CapDrop ALL):
+// killing the sandbox user's processes and writing its files take that user.
+func probeAs(ctx context.Context, e *env, user, script string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var cmd *exec.Cmd
 	if e.name == "docker" {
-		cmd = exec.CommandContext(ctx, "docker", "exec", "-u", "0", e.container, "sh", "-c", script)
+		cmd = exec.CommandContext(ctx, "docker", "exec", "-u", user, e.container, "sh", "-c", script)
 	} else {
 		cmd = exec.CommandContext(ctx, "sh", "-c", script)
 	}
@@ -126,7 +133,7 @@ func waitView(ctx context.Context, e *env, t tagger, d time.Duration, cond func(
 // killIn kills pid in the target with SIGKILL.
 func killIn(ctx context.Context, e *env, pid int) error {
 	if e.name == "docker" {
-		_, err := probe(ctx, e, fmt.Sprintf("kill -9 %d", pid))
+		_, err := probeAs(ctx, e, e.user, fmt.Sprintf("kill -9 %d", pid))
 		return err
 	}
 	return syscall.Kill(pid, syscall.SIGKILL)
@@ -134,7 +141,11 @@ func killIn(ctx context.Context, e *env, pid int) error {
 
 // cleanTagged kills what is left of t's trees (after a failed trial).
 func cleanTagged(ctx context.Context, e *env, t tagger) {
-	probe(ctx, e, fmt.Sprintf(`for f in $(grep -l -a -e '%s' /proc/[0-9]*/cmdline 2>/dev/null); do d=${f%%/cmdline}; kill -9 ${d#/proc/} 2>/dev/null; done; true`, t.pattern()))
+	user := "0"
+	if e.name == "docker" {
+		user = e.user
+	}
+	probeAs(ctx, e, user, fmt.Sprintf(`for f in $(grep -l -a -e '%s' /proc/[0-9]*/cmdline 2>/dev/null); do d=${f%%/cmdline}; kill -9 ${d#/proc/} 2>/dev/null; done; true`, t.pattern()))
 }
 
 // cliKilledTrial runs a tree through `pi-sandbox tool bash`, kills the CLI
@@ -292,11 +303,18 @@ func helperBinary(ctx context.Context, e *env) (string, int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	rs := newReadySink()
 	ch := runAsync(cctx, e.raw, &ops.Cmd{Command: treeCmd(t, 0, false), Output: rs})
-	defer func() { cancel(); <-ch }()
+	returned := false
+	defer func() {
+		cancel()
+		if !returned {
+			<-ch
+		}
+	}()
 	select {
 	case <-rs.ready:
 	case err := <-ch:
-		return "", 0, err
+		returned = true
+		return "", 0, fmt.Errorf("the command ended before it was ready: %v", err)
 	case <-time.After(hangLimit):
 		return "", 0, errors.New("not ready")
 	}
@@ -336,7 +354,7 @@ func versionMismatch(ctx context.Context, o *options, e *env, variant string) sc
 		repl = fmt.Sprintf("head -c 65536 %s > %s\n", shq(bin), tmp)
 	}
 	repl += fmt.Sprintf("chmod 755 %s && chown --reference=%s %s 2>/dev/null; mv -f %s %s", tmp, shq(bin), tmp, tmp, shq(bin))
-	if _, err := probe(ctx, e, repl); err != nil {
+	if _, err := probeAs(ctx, e, e.user, repl); err != nil {
 		r.Failures, r.FirstFail = 1, "replace the binary: "+err.Error()
 		return r
 	}
@@ -382,7 +400,7 @@ func versionMismatch(ctx context.Context, o *options, e *env, variant string) sc
 func restoreShim(ctx context.Context, e *env, path string, data []byte) {
 	script := fmt.Sprintf("cat > %s.pibench-new && chmod 755 %s.pibench-new && chown --reference=%s %s.pibench-new 2>/dev/null; mv -f %s.pibench-new %s", shq(path), shq(path), shq(path), shq(path), shq(path), shq(path))
 	if e.name == "docker" {
-		runExt(ctx, data, "docker", "exec", "-i", "-u", "0", e.container, "sh", "-c", script)
+		runExt(ctx, data, "docker", "exec", "-i", "-u", e.user, e.container, "sh", "-c", script)
 		return
 	}
 	runExt(ctx, data, "sh", "-c", script)
