@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -107,8 +108,12 @@ func dockerBaselines(e *env) map[string]baseline {
 		"ls100": {"docker exec ls", func(ctx context.Context, _ *toggle) error {
 			return run(ctx, nil, "ls", "-a", "lat/d100")
 		}},
-		"grep10k": {"docker exec grep -rn", func(ctx context.Context, _ *toggle) error {
-			return run(ctx, nil, "grep", "-rn", "needle", "tree")
+		"grep10k": {"docker exec rg -n", func(ctx context.Context, _ *toggle) error {
+			err := run(ctx, nil, "rg", "-n", "needle", "tree")
+			if err != nil && strings.Contains(err.Error(), "executable file not found") {
+				return run(ctx, nil, "grep", "-rn", "needle", "tree")
+			}
+			return err
 		}},
 	}
 }
@@ -145,8 +150,8 @@ func sshBaselines(ctx context.Context, e *env) (map[string]baseline, func(), err
 		"ls100": {"ssh (ControlMaster) ls", func(ctx context.Context, _ *toggle) error {
 			return run(ctx, nil, "ls -a lat/d100")
 		}},
-		"grep10k": {"ssh (ControlMaster) grep -rn", func(ctx context.Context, _ *toggle) error {
-			return run(ctx, nil, "grep -rn needle tree")
+		"grep10k": {"ssh (ControlMaster) rg -n", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, nil, "if command -v rg >/dev/null; then rg -n needle tree; else grep -rn needle tree; fi")
 		}},
 	}, stop, nil
 }

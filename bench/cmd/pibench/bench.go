@@ -31,12 +31,21 @@ type backendStats struct {
 	Extra       []extraRow      `json:"extraBaselines,omitempty"`
 	Throughput  []throughputRow `json:"throughput,omitempty"`
 	Concurrency *concurrencyRow `json:"concurrency,omitempty"`
-	Notes       []string        `json:"notes,omitempty"`
+	// The old path (NoHelper) beside the helper.
+	Helper        bool            `json:"helper"`
+	NoHelperErr   string          `json:"noHelperError,omitempty"`
+	ConcurrencyNH *concurrencyRow `json:"concurrencyNoHelper,omitempty"`
+	First         []firstCallRow  `json:"firstCall,omitempty"`
+	SlowRC        *slowRCStats    `json:"slowBashrc,omitempty"`
+	Serve         *serveStats     `json:"serve,omitempty"`
+	Notes         []string        `json:"notes,omitempty"`
 }
 
 type latencyRow struct {
 	Op        string  `json:"op"`
 	InProcess stats   `json:"inProcess"`
+	NoHelper  *stats  `json:"inProcessNoHelper,omitempty"`
+	NHRatio   float64 `json:"noHelperOverBaseline,omitempty"`
 	CLI       *stats  `json:"cli,omitempty"`
 	Baseline  string  `json:"baseline"`
 	Base      stats   `json:"baselineStats"`
@@ -99,6 +108,7 @@ func runBench(ctx context.Context, o *options) error {
 
 func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *backendStats) {
 	info := e.raw.Info()
+	bs.Helper = info.Has("helper")
 	bs.Detail = fmt.Sprintf("shell %s, capabilities %s", info.Shell, strings.Join(info.Capabilities, ","))
 	if len(info.Limits) > 0 {
 		bs.Notes = append(bs.Notes, "limits: "+strings.Join(info.Limits, "; "))
@@ -112,6 +122,13 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 	defer stopBase()
 	if err != nil {
 		bs.Notes = append(bs.Notes, "baselines unavailable: "+err.Error())
+	}
+	nh, err := openNoHelper(ctx, e)
+	if err != nil {
+		bs.NoHelperErr = err.Error()
+	} else {
+		defer nh.close()
+		bs.Notes = append(bs.Notes, "no helper: "+strings.Join(nh.raw.Info().Limits, "; "))
 	}
 	// One CLI call first: if the CLI cannot reach this backend, say why once.
 	if _, err := cliTool(ctx, o, e, "bash", `{"command":"true"}`); err != nil {
@@ -129,6 +146,22 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 			}
 			return err
 		})
+		if nh != nil {
+			var st toggle
+			nn := o.n
+			if e.name != "local" {
+				nn = o.cliN // the old path costs a process per op
+			}
+			p.step("%s: %s in-process, no helper ×%d", e.name, op.name, nn)
+			s := timeN(p, e.name+" nohelper "+op.name, nn, func(int) error {
+				_, err := callTool(ctx, nh.lp, op.tool, op.args("nohelper", &st))
+				if err == nil && op.key == "edit" {
+					st.flipped = !st.flipped
+				}
+				return err
+			})
+			row.NoHelper = &s
+		}
 		if bs.CLISkipped == "" && row.InProcess.N == 0 && row.InProcess.Errs > 0 {
 			// The same path through a subprocess would fail the same way:
 			// spend the time elsewhere.
@@ -161,6 +194,9 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 				return err
 			})
 			row.InRatio = ratio(row.InProcess.P50Ms, row.Base.P50Ms)
+			if row.NoHelper != nil {
+				row.NHRatio = ratio(row.NoHelper.P50Ms, row.Base.P50Ms)
+			}
 			if row.CLI != nil {
 				row.CLIRatio = ratio(row.CLI.P50Ms, row.Base.P50Ms)
 			}
@@ -189,7 +225,34 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 		return
 	}
 	bs.Throughput = throughput(ctx, o, p, e)
-	bs.Concurrency = concurrency(ctx, p, e)
+	bs.Concurrency = concurrency(ctx, p, e, 3)
+	if nh != nil {
+		bs.ConcurrencyNH = concurrency(ctx, p, nh, 1)
+	}
+	bname, bf := firstCallBaseline(e)
+	bs.First = firstCalls(ctx, o, p, e, e.spec, bname, bf)
+	switch e.name {
+	case "docker":
+		base, names := map[string]stats{}, map[string]string{}
+		for _, r := range bs.Latency {
+			if r.Baseline != "" {
+				base[latKey(r.Op)], names[latKey(r.Op)] = r.Base, r.Baseline
+			}
+		}
+		bs.Serve = serveBench(ctx, o, p, e, base, names) // restarts the container last
+	case "ssh":
+		bs.SlowRC = slowRCBench(ctx, o, p)
+	}
+}
+
+// latKey is the key of the latency op named name.
+func latKey(name string) string {
+	for _, op := range latOps {
+		if op.name == name {
+			return op.key
+		}
+	}
+	return ""
 }
 
 func hostLine() string {

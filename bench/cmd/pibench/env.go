@@ -62,6 +62,7 @@ type childSpec struct {
 	User      string        `json:"user,omitempty"`
 	SSH       sshops.Config `json:"ssh"`
 	Shim      string        `json:"shim"`
+	NoHelper  bool          `json:"noHelper,omitempty"`
 }
 
 // openEnv opens backend name; an error means the backend is skipped, with
@@ -121,13 +122,14 @@ func (e *env) wrap(ctx context.Context) error {
 func openBackend(ctx context.Context, s childSpec) (ops.Backend, error) {
 	switch s.Backend {
 	case "local":
-		return local.New(ctx, local.Config{WorkDir: s.WorkDir, ShimPath: s.Shim})
+		return local.New(ctx, local.Config{WorkDir: s.WorkDir, ShimPath: s.Shim, NoHelper: s.NoHelper})
 	case "docker":
-		return docker.New(ctx, docker.Config{Container: s.Container, User: s.User, WorkDir: s.WorkDir, ShimBinary: s.Shim})
+		return docker.New(ctx, docker.Config{Container: s.Container, User: s.User, WorkDir: s.WorkDir, ShimBinary: s.Shim, NoHelper: s.NoHelper})
 	case "ssh":
 		c := s.SSH
 		c.WorkDir = s.WorkDir
 		c.ShimBinary = s.Shim
+		c.NoHelper = s.NoHelper
 		return sshops.New(ctx, c)
 	}
 	return nil, fmt.Errorf("unknown backend %q", s.Backend)
@@ -140,13 +142,13 @@ func openLocalEnv(ctx context.Context, o *options) (*env, error) {
 	}
 	e := &env{name: "local"}
 	e.closers = append(e.closers, func() { os.RemoveAll(dir) })
-	e.raw, err = local.New(ctx, local.Config{WorkDir: dir, ShimPath: o.bin})
+	e.raw, err = local.New(ctx, local.Config{WorkDir: dir, ShimPath: o.shim})
 	if err != nil {
 		return e, err
 	}
 	e.closers = append(e.closers, func() { e.raw.Close() })
 	e.cli = []string{"--backend", "local", "--workdir", dir}
-	e.spec = childSpec{Backend: "local", WorkDir: dir, Shim: o.bin}
+	e.spec = childSpec{Backend: "local", WorkDir: dir, Shim: o.shim}
 	return e, nil
 }
 
@@ -158,7 +160,7 @@ func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env
 		Image:      image,
 		Runtime:    runtime,
 		Labels:     map[string]string{benchLabel: strconv.Itoa(os.Getpid())},
-		ShimBinary: o.bin,
+		ShimBinary: o.shim,
 	})
 	if err != nil {
 		return nil, err
@@ -172,7 +174,7 @@ func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env
 		e.user = docker.DefaultUser
 	}
 	e.cli = []string{"--backend", "docker", "--container", e.container, "--user", e.user, "--workdir", info.WorkDir}
-	e.spec = childSpec{Backend: "docker", WorkDir: info.WorkDir, Container: e.container, User: e.user, Shim: o.bin}
+	e.spec = childSpec{Backend: "docker", WorkDir: info.WorkDir, Container: e.container, User: e.user, Shim: o.shim}
 	return e, nil
 }
 
@@ -187,7 +189,7 @@ func openSSHEnv(ctx context.Context, o *options) (e *env, err error) {
 	work := s.TempDir(e.tb)
 	cfg := s.Config()
 	cfg.WorkDir = work
-	cfg.ShimBinary = o.bin
+	cfg.ShimBinary = o.shim
 	b, err := sshops.New(ctx, cfg)
 	if err != nil {
 		return e, err
@@ -196,7 +198,7 @@ func openSSHEnv(ctx context.Context, o *options) (e *env, err error) {
 	e.closers = append(e.closers, func() { b.Close() })
 	e.cli = []string{"--backend", "ssh", "--host", fmt.Sprintf("%s@%s", s.User, s.Addr()),
 		"--identity", s.IdentityFile, "--known-hosts", s.KnownHostsFile, "--workdir", work}
-	e.spec = childSpec{Backend: "ssh", WorkDir: work, SSH: s.Config(), Shim: o.bin}
+	e.spec = childSpec{Backend: "ssh", WorkDir: work, SSH: s.Config(), Shim: o.shim}
 	return e, nil
 }
 

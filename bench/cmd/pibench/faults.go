@@ -327,6 +327,9 @@ func runFaults(ctx context.Context, o *options) error {
 }
 
 func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenResult {
+	if o.helperOnly {
+		return helperFaults(ctx, o, p, e)
+	}
 	var rows []scenResult
 	few := max(o.trials/10, 5)
 	add := func(r scenResult, name string) {
@@ -367,6 +370,7 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	case "ssh":
 		rows = append(rows, sshFaults(ctx, o, p, e, max(o.trials/40, 5))...)
 	}
+	rows = append(rows, helperFaults(ctx, o, p, e)...)
 	p.step("%s: escape attempts", e.name)
 	rows = append(rows, escapeAttempts(ctx, e)...)
 	return rows
@@ -377,10 +381,17 @@ func listingSelfCheck(ctx context.Context, b ops.Backend) (int, error) {
 	cctx, cancel := context.WithCancel(ctx)
 	rs := newReadySink()
 	ch := runAsync(cctx, b, &ops.Cmd{Command: treeCmd(t, 0, false), Output: rs})
-	defer func() { cancel(); <-ch }()
+	returned := false
+	defer func() {
+		cancel()
+		if !returned {
+			<-ch
+		}
+	}()
 	select {
 	case <-rs.ready:
 	case err := <-ch:
+		returned = true
 		return 0, err
 	case <-time.After(hangLimit):
 		return 0, errors.New("not ready")

@@ -19,7 +19,7 @@ func dockerFaults(ctx context.Context, o *options, p *progress, e *env, n int) [
 	t := newTagger()
 	p.step("docker: container killed mid-command ×%d", n)
 	r := trials(p, "docker kill", n, 1, func(i int) trialOut {
-		b, err := docker.New(ctx, docker.Config{Image: o.image, Labels: map[string]string{benchLabel: strconv.Itoa(os.Getpid())}, ShimBinary: o.bin})
+		b, err := docker.New(ctx, docker.Config{Image: o.image, Labels: map[string]string{benchLabel: strconv.Itoa(os.Getpid())}, ShimBinary: o.shim})
 		if err != nil {
 			return trialOut{fail: "open: " + err.Error()}
 		}

@@ -29,7 +29,7 @@ func sshFaults(ctx context.Context, o *options, p *progress, e *env, n int) []sc
 	cfg.Port = px.Port()
 	cfg.KnownHostsFile = s.KnownHostsFor(e.tb, px.Addr())
 	cfg.WorkDir = e.work
-	cfg.ShimBinary = o.bin
+	cfg.ShimBinary = o.shim
 	pb, err := sshops.New(ctx, cfg)
 	if err != nil {
 		return []scenResult{{Backend: "ssh", Scenario: "connection cut", Skipped: err.Error()}}

@@ -70,7 +70,7 @@ var latOps = []latOp{
 // directories, 5 of which hold "needle".
 const setupScript = `set -e
 mkdir -p lat/d100 tree
-for m in inproc cli base; do printf 'first\nline alpha\nlast\n' > lat/e-$m.txt; done
+for m in inproc nohelper cli base; do printf 'first\nline alpha\nlast\n' > lat/e-$m.txt; done
 i=0; while [ $i -lt 100 ]; do : > lat/d100/entry-$i; i=$((i+1)); done
 d=0; while [ $d -lt 100 ]; do
   mkdir -p tree/d$d; f=0

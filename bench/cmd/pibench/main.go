@@ -25,15 +25,17 @@ import (
 
 // options are the flags both commands share.
 type options struct {
-	quick    bool
-	backends []string
-	out      string
-	bin      string // the pi-sandbox binary: the CLI under test and the shim
-	image    string
-	trials   int
-	parallel int
-	cliN     int
-	n        int
+	quick      bool
+	backends   []string
+	out        string
+	bin        string // the pi-sandbox CLI under test
+	shim       string // the slim in-target binary (pi-sandbox-shim)
+	image      string
+	trials     int
+	parallel   int
+	helperOnly bool
+	cliN       int
+	n          int
 
 	// runscImage is the image of the "runsc" backend (docker on gVisor):
 	// busybox, since GNU coreutils' stat fails under Debian 12's runsc.
@@ -59,27 +61,32 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cmd, args := os.Args[1], os.Args[2:]
-	if cmd == rssChildCmd {
+	switch cmd {
+	case rssChildCmd:
 		os.Exit(rssChild(ctx, args))
+	case slowChildCmd:
+		os.Exit(slowChild(ctx, args))
 	}
 	var o options
 	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
 	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,ssh — runsc is docker on gVisor, latency only; faults default local,docker,ssh)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
 	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
-	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox binary (CLI under test, and the shim)")
+	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox CLI under test")
+	fs.StringVar(&o.shim, "shim", "", "the in-target binary (zero: pi-sandbox-shim next to -bin)")
 	fs.StringVar(&o.image, "image", "pi-sandbox/debian", "docker image (pi-sandbox/busybox also works)")
 	fs.StringVar(&o.runscImage, "runsc-image", "pi-sandbox/busybox", "image of the runsc backend (the runtime runsc, see make runtimes)")
 	fs.IntVar(&o.n, "n", 0, "in-process calls per latency op (0: 200, -quick 40)")
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
-	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 15s, -quick 8s); an op that hits it reports on fewer calls")
+	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
+	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 8s, -quick 4s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
-		opBudget = 15 * time.Second
+		opBudget = 8 * time.Second
 		if o.quick {
-			opBudget = 8 * time.Second
+			opBudget = 4 * time.Second
 		}
 	}
 	if *backends == "" {
@@ -112,8 +119,19 @@ func main() {
 		fmt.Fprintf(os.Stderr, "pibench: %v (run make build first)\n", err)
 		os.Exit(1)
 	}
-	// Targets run the static pi-sandbox binary as their shim.
-	os.Setenv("PI_SANDBOX_SHIM_BIN", o.bin)
+	if o.shim == "" {
+		o.shim = filepath.Join(filepath.Dir(o.bin), shim.BinaryName)
+	}
+	if abs, err := filepath.Abs(o.shim); err == nil {
+		o.shim = abs
+	}
+	if _, err := os.Stat(o.shim); err != nil {
+		fmt.Fprintf(os.Stderr, "pibench: %v (run make build first)\n", err)
+		os.Exit(1)
+	}
+	// Targets (and the local backend, and the CLI) run the slim binary as
+	// their shim and helper.
+	os.Setenv("PI_SANDBOX_SHIM_BIN", o.shim)
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		fmt.Fprintf(os.Stderr, "pibench: %v\n", err)
 		os.Exit(1)

@@ -62,6 +62,7 @@ type stats struct {
 	P50Ms float64 `json:"p50Ms"`
 	P99Ms float64 `json:"p99Ms"`
 	MinMs float64 `json:"minMs"`
+	MaxMs float64 `json:"maxMs"`
 	Errs  int     `json:"errors,omitempty"`
 	Err   string  `json:"firstError,omitempty"`
 	// Budget says the op stopped early.
@@ -78,7 +79,7 @@ func summarize(ds []time.Duration) stats {
 		i := int(p*float64(len(s)-1) + 0.5)
 		return ms(s[i])
 	}
-	return stats{N: len(s), P50Ms: q(0.5), P99Ms: q(0.99), MinMs: ms(s[0])}
+	return stats{N: len(s), P50Ms: q(0.5), P99Ms: q(0.99), MinMs: ms(s[0]), MaxMs: ms(s[len(s)-1])}
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

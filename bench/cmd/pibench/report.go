@@ -49,74 +49,6 @@ func verdict(ok bool) string {
 	return "missed"
 }
 
-func evalTargets(res *results) []targetResult {
-	var ts []targetResult
-	add := func(target string, measured bool, value string, ok bool) {
-		st := "not measured"
-		if measured {
-			st = verdict(ok)
-		}
-		ts = append(ts, targetResult{target, value, st})
-	}
-	latRatio := func(b, op string) (float64, string, bool) {
-		bs := backend(res, b)
-		if bs == nil {
-			return 0, "", false
-		}
-		r := findRow(bs, op)
-		if r == nil || r.InRatio == 0 || r.InProcess.Errs > 0 && r.InProcess.N == 0 {
-			return 0, "", false
-		}
-		return r.InRatio, fmt.Sprintf("%.2f ms vs %.2f ms (%s) = %.2f×", r.InProcess.P50Ms, r.Base.P50Ms, r.Baseline, r.InRatio), true
-	}
-	v, s, ok := latRatio("docker", "bash true")
-	add("docker in-process bash true p50 ≤ 0.5× docker exec CLI", ok, s, v <= 0.5)
-	v, s, ok = latRatio("docker", "read 1 KiB")
-	add("docker in-process read 1 KiB p50 ≤ 0.5× docker exec cat", ok, s, v <= 0.5)
-	v, s, ok = latRatio("ssh", "read 1 KiB")
-	add("ssh in-process read 1 KiB p50 ≤ 0.2× ssh cat with ControlMaster", ok, s, v <= 0.2)
-	if bs := backend(res, "ssh"); bs != nil {
-		for _, r := range bs.Throughput {
-			if strings.HasSuffix(r.What, "64 MiB file") && strings.HasPrefix(r.Via, "in-process") {
-				add("SFTP "+r.What+" ≥ 100 MB/s", r.Err == "", fmt.Sprintf("%.0f MB/s", r.MBps), r.MBps >= 100)
-			}
-		}
-	} else {
-		add("SFTP 64 MiB ≥ 100 MB/s", false, "", false)
-	}
-	if bs := backend(res, "local"); bs != nil {
-		worst, worstOp := 0.0, ""
-		for _, r := range bs.Latency {
-			if d := r.InProcess.P50Ms - r.Base.P50Ms; r.Base.N > 0 && d > worst {
-				worst, worstOp = d, r.Op
-			}
-		}
-		add("local tool overhead over raw ≤ 1 ms p50 (every op)", len(bs.Latency) > 0,
-			fmt.Sprintf("worst: %s +%.2f ms", worstOp, worst), worst <= 1)
-	} else {
-		add("local tool overhead over raw ≤ 1 ms p50", false, "", false)
-	}
-	for _, b := range res.Backends {
-		if b.Skipped != "" {
-			add("peak RSS ≤ 64 MiB for 1 GiB of bash output ("+b.Name+")", false, "", false)
-			continue
-		}
-		var parts []string
-		ok, measured := true, false
-		for _, r := range b.Throughput {
-			if r.What == "bash 1 GiB output" && r.PeakRSSMiB > 0 {
-				measured = true
-				parts = append(parts, fmt.Sprintf("%s %.0f MiB", shortVia(r.Via), r.PeakRSSMiB))
-				if r.PeakRSSMiB > 64 {
-					ok = false
-				}
-			}
-		}
-		add("peak RSS ≤ 64 MiB for 1 GiB of bash output ("+b.Name+")", measured, strings.Join(parts, ", "), ok)
-	}
-	return ts
-}
-
 func shortVia(v string) string {
 	switch {
 	case strings.HasPrefix(v, "in-process bash"):
@@ -213,13 +145,17 @@ func markdown(res *results) string {
 		if bs.CLISkipped != "" {
 			w("CLI not measured: %s\n\n", cellText(bs.CLISkipped))
 		}
-		w("### Latency (ms, p50 / p99)\n\n| op | in-process | CLI | baseline | baseline p50 / p99 | in-process ÷ baseline | CLI ÷ baseline |\n|---|---|---|---|---|---|---|\n")
+		if bs.NoHelperErr != "" {
+			w("No-helper backend not opened: %s\n\n", cellText(bs.NoHelperErr))
+		}
+		w("### Latency (ms, p50 / p99)\n\nin-process = on the helper (Info has helper: %v); no helper = the old path (`NoHelper`).\n\n", bs.Helper)
+		w("| op | in-process | in-process, no helper | CLI | baseline | baseline p50 / p99 | in-process ÷ baseline | no helper ÷ baseline | CLI ÷ baseline |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range bs.Latency {
 			base := &r.Base
 			if r.Baseline == "" {
 				base = nil
 			}
-			w("| %s | %s | %s | %s | %s | %s | %s |\n", r.Op, statCell(&r.InProcess), statCell(r.CLI), r.Baseline, statCell(base), xr(r.InRatio), xr(r.CLIRatio))
+			w("| %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Op, statCell(&r.InProcess), statCell(r.NoHelper), statCell(r.CLI), r.Baseline, statCell(base), xr(r.InRatio), xr(r.NHRatio), xr(r.CLIRatio))
 		}
 		if len(bs.Extra) > 0 {
 			w("\nTransport floor (ms, p50 / p99):\n\n| baseline | n | p50 / p99 |\n|---|---|---|\n")
@@ -245,13 +181,37 @@ func markdown(res *results) string {
 			}
 			w("| %s | %s | %s | %s | %s | %s | %s |\n", r.What, r.Via, mb, rss, cellText(r.Baseline), f2(r.BaseMBps), xr(r.Ratio))
 		}
-		if c := bs.Concurrency; c != nil {
-			w("\n### Concurrency\n\n")
+		for _, cc := range []struct {
+			label string
+			c     *concurrencyRow
+		}{{"helper", bs.Concurrency}, {"no helper", bs.ConcurrencyNH}} {
+			c := cc.c
+			if c == nil {
+				continue
+			}
+			w("\n### Concurrency (%s)\n\n", cc.label)
 			if c.Err != "" {
 				w("Error: %s\n", cellText(c.Err))
 			} else {
 				w("%d parallel `%s` calls in one batch: %.0f ms, one call: %.0f ms — %.2f× one call (1.00× is perfect overlap).\n", c.Calls, c.Command, c.AllMs, c.OneMs, c.Ratio)
 			}
+		}
+		firstTable(w, "First call of a session", bs.First)
+		serveSection(w, "`pi-sandbox serve` session", bs.Serve)
+		if r := bs.SlowRC; r != nil {
+			w("\n### Remote user whose ~/.bashrc runs `%s`\n\n", slowRC)
+			if r.Err != "" {
+				w("Error: %s\n", cellText(r.Err))
+			}
+			w("| bash true | p50 / p99 ms | max ms | n |\n|---|---|---|---|\n")
+			for _, x := range []struct {
+				n string
+				s stats
+			}{{"in-process, helper", r.Helper}, {"in-process, no helper", r.NoHelper}, {"baseline " + r.Baseline, r.Base}} {
+				w("| %s | %s | %s | %d |\n", x.n, statCell(&x.s), f2(x.s.MaxMs), x.s.N)
+			}
+			firstTable(w, "First call of a session (slow ~/.bashrc)", r.First)
+			serveSection(w, "`pi-sandbox serve` session (slow ~/.bashrc)", r.Serve)
 		}
 		for _, n := range bs.Notes {
 			w("\nNote: %s\n", cellText(n))
@@ -284,5 +244,38 @@ func runtimeColumns(w func(string, ...any), res *results) {
 		}
 		w("| %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Op, f2(p50(&r.InProcess)), f2(p50(&g.InProcess)), xr(ratio(p50(&g.InProcess), p50(&r.InProcess))),
 			f2(p50(r.CLI)), f2(p50(g.CLI)), f2(p50(&r.Base)), f2(p50(&g.Base)))
+	}
+}
+
+func firstTable(w func(string, ...any), title string, rows []firstCallRow) {
+	if len(rows) == 0 {
+		return
+	}
+	w("\n### %s\n\nNew (connect, shim check, helper start) + one `true`, then Close; p50 / p99 ms.\n\n| path | New + first call | of which New | baseline | baseline p50 / p99 | over baseline p50 |\n|---|---|---|---|---|---|\n", title)
+	for _, r := range rows {
+		w("| %s | %s | %s | %s | %s | %s ms |\n", r.Path, statCell(&r.Stats), statCell(&r.New), r.Baseline, statCell(&r.Base), fmt.Sprintf("%+.0f", r.OverMs))
+	}
+}
+
+func serveSection(w func(string, ...any), title string, sv *serveStats) {
+	if sv == nil {
+		return
+	}
+	w("\n### %s\n\nMCP over stdio (go-sdk client), one session for every call.\n\n", title)
+	if sv.Err != "" {
+		w("Error: %s\n", cellText(sv.Err))
+		return
+	}
+	w("| op | p50 / p99 ms | baseline | baseline p50 / p99 | ÷ baseline |\n|---|---|---|---|---|\n")
+	for _, r := range sv.Ops {
+		w("| %s | %s | %s | %s | %s |\n", r.Op, statCell(&r.Stats), r.Baseline, statCell(&r.Base), xr(r.Ratio))
+	}
+	w("\n%d parallel `sleep 0.5` calls: %.0f ms (p50 of 3)", sv.Parallel, sv.ParallelMs)
+	if sv.ParallelEr != "" {
+		w(", error: %s", cellText(sv.ParallelEr))
+	}
+	w(".\n")
+	if sv.Restart != "" {
+		w("\nAfter `docker restart` of the container, the session's next call: %s.\n", cellText(sv.Restart))
 	}
 }
