@@ -219,6 +219,64 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 			}
 		})
 	}
+	t.Run("SwapRace", func(t *testing.T) {
+		swapRace(t, ctx, raw, l, sb.Backend().Info(), w, o)
+		after, err := snapshot(ctx, raw, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diff(before, after); d != "" {
+			t.Errorf("the outside changed:\n%s", d)
+		}
+	})
+}
+
+// swapRace: while a command swaps a directory inside the sandbox with a
+// symbolic link to the outside, read and write through it; a backend that
+// checks a path and then uses it would sometimes reach the outside. Only
+// for backends that confine in the target (capability "confine"); the
+// check-then-use fallback says in the README that it does not cover this.
+func swapRace(t *testing.T, ctx context.Context, raw ops.Backend, l *loop.Loop, confinedInfo ops.Info, w, o string) {
+	if !confinedInfo.Has("confine") {
+		t.Skip("the backend confines by a check before each operation (no helper): a link swapped between the check and the use is not covered")
+	}
+	q := shquote.Quote
+	race := path.Join(w, "race")
+	setup := "mkdir -p " + q(race+"/real") + " && printf inside > " + q(race+"/real/inside.txt") + " && ln -s " + q(path.Join(o, "dir")) + " " + q(race+"/link")
+	if err := raw.Run(ctx, &ops.Cmd{Command: setup}); err != nil {
+		t.Fatalf("setup: %v", err)
+	}
+	// rename(2) swaps atomically: real is a directory, then the link, then
+	// the directory again.
+	swap := "cd " + q(race) + " && i=0; while [ $i -lt 400 ]; do mv real dirx && mv link real && mv real link && mv dirx real; i=$((i+1)); done"
+	done := make(chan error, 1)
+	go func() { done <- raw.Run(ctx, &ops.Cmd{Command: swap, Timeout: 2 * time.Minute}) }()
+	n := 0
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("swapper: %v", err)
+			}
+			if n == 0 {
+				t.Fatal("no call ran during the swaps")
+			}
+			t.Logf("%d calls during the swaps", n)
+			return
+		default:
+		}
+		n++
+		for _, c := range []Call{
+			{Tool: "read", Args: map[string]any{"path": "race/real/inner.txt"}},
+			{Tool: "write", Args: map[string]any{"path": "race/real/new-" + fmt.Sprint(n) + ".txt", "content": "x"}},
+			{Tool: "ls", Args: map[string]any{"path": "race/real"}},
+		} {
+			res := run(ctx, l, fmt.Sprintf("race%d", n), c, strings.NewReplacer())
+			if got := text(res); strings.Contains(got, Secret) || (c.Tool == "ls" && strings.Contains(got, "inner.txt")) {
+				t.Fatalf("call %d (%s) reached the outside: %q", n, c.Tool, got)
+			}
+		}
+	}
 }
 
 func run(ctx context.Context, l *loop.Loop, id string, cl Call, vars *strings.Replacer) *loop.Result {
