@@ -214,3 +214,22 @@ func (e *TimeoutError) Error() string {
 
 // Is makes a TimeoutError match context.DeadlineExceeded.
 func (e *TimeoutError) Is(target error) bool { return target == context.DeadlineExceeded }
+
+// NameMax is the longest file name element Linux file systems allow.
+const NameMax = 255
+
+// NameTooLong reports whether an element of the slash-separated path p is
+// longer than NameMax bytes.
+func NameTooLong(p string) bool {
+	n := 0
+	for i := 0; i < len(p); i++ {
+		if p[i] == '/' {
+			n = 0
+			continue
+		}
+		if n++; n > NameMax {
+			return true
+		}
+	}
+	return false
+}

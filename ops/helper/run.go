@@ -178,7 +178,9 @@ wait:
 	case stalled && (r.end == nil || r.end.Kind != "timeout"):
 		return &ops.TimeoutError{Limit: cmd.Timeout}
 	case r.end == nil:
-		return cl.c.errorf("%w: %w", ops.ErrExitUnknown, cl.bodyErr(reqCtx, r.err))
+		// The stream broke: a lost helper or connection (ops.ErrTransport),
+		// not a command whose status went missing.
+		return cl.bodyErr(reqCtx, r.err)
 	case r.sink != nil:
 		return cl.c.errorf("output: %w", r.sink)
 	}

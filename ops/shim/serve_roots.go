@@ -80,6 +80,9 @@ func mapBeneath(err error) error {
 	var pe *fs.PathError
 	var se syscall.Errno
 	if errors.As(err, &pe) && errors.As(err, &se) {
+		if se == syscall.ENOENT && ops.NameTooLong(pe.Path) {
+			se = syscall.ENAMETOOLONG // fuse-overlayfs answers ENOENT
+		}
 		code := ops.FromSyscall(se)
 		if code == "" {
 			code = ops.EIO

@@ -23,6 +23,11 @@ func mapErr(op, path string, err error) error {
 	}
 	var se syscall.Errno
 	if errors.As(err, &se) {
+		if se == syscall.ENOENT && ops.NameTooLong(path) {
+			// Some file systems (fuse-overlayfs) answer ENOENT for a name
+			// over NAME_MAX; the kernel's answer elsewhere is this.
+			se = syscall.ENAMETOOLONG
+		}
 		code := ops.FromSyscall(se)
 		if code == "" {
 			code = ops.Errno(unix.ErrnoName(se))
