@@ -30,6 +30,9 @@ test: build
 	else echo "make test: no Docker engine reachable: the docker tests will skip (images not built)"; fi
 	PI_SANDBOX_BIN=$(abspath $(BIN)) PI_SANDBOX_SHIM_BIN=$(abspath $(SHIM)) $(GO) run ./internal/testsum -- \
 	  $(GO) test -json -race -count=1 -timeout $(TIMEOUT) $(PKGS)
+	@# Memory bounds are measured without the race detector (it multiplies
+	@# memory), in children capped by ulimit -v; under -race they skip.
+	$(GO) test -count=1 -timeout 10m -run TestToolsMemory ./tools/
 
 test-unit:
 	$(GO) test -race -short -timeout $(TIMEOUT) $(PKGS)
