@@ -1,7 +1,6 @@
 package sshops
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -91,7 +90,7 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &tailBuffer{max: 4 << 10}
+	st := helper.NewTailBuffer(4 << 10)
 	go io.Copy(st, pipes.stderr)
 	hs := &helperStream{s: s, release: func() { b.pool.release(c) }, in: pipes.stdin, out: pipes.stdout}
 	if !skipPreamble(pipes.stdout) {
@@ -124,28 +123,6 @@ func (h *helperStream) Close() error {
 	return nil
 }
 
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if t.buf.Len() > t.max {
-		t.buf.Next(t.buf.Len() - t.max)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
-}
 
 // The operations: the helper's when it runs, else SFTP's and the wrapper's.
 
