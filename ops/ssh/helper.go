@@ -107,22 +107,33 @@ type helperStream struct {
 	in      io.WriteCloser
 	out     io.Reader
 	once    sync.Once
+	mu      sync.Mutex // a Write and the stdin's Close do not overlap
 }
 
-func (h *helperStream) Read(p []byte) (int, error)  { return h.out.Read(p) }
-func (h *helperStream) Write(p []byte) (int, error) { return h.in.Write(p) }
+func (h *helperStream) Read(p []byte) (int, error) { return h.out.Read(p) }
 
-// Close sends EOF to the helper (it kills every command and exits) and
-// closes the session.
+func (h *helperStream) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.in.Write(p)
+}
+
+// Close closes the session (sshd then closes the helper's stdin: it kills
+// every command and exits). The stdin's own Close waits for a Write in
+// progress, in the background: one blocked on a frozen peer's window ends
+// only when the connection does.
 func (h *helperStream) Close() error {
 	h.once.Do(func() {
-		h.in.Close()
 		h.s.Close()
 		h.release()
+		go func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.in.Close()
+		}()
 	})
 	return nil
 }
-
 
 // The operations: the helper's when it runs, else SFTP's and the wrapper's.
 
