@@ -139,3 +139,32 @@ func TestDockerShimNotReplaceable(t *testing.T) {
 		t.Fatalf("second backend has no helper: %v", b2.Info().Limits)
 	}
 }
+
+// TestDockerWriteTempNotPredictable: links planted at the temp names the
+// file script used to write through ($dir/.pi-sandbox-write.$$, for the
+// next pids) are never followed: the write lands in its target and the
+// file outside is unchanged, with and without the helper.
+func TestDockerWriteTempNotPredictable(t *testing.T) {
+	needImage(t, "pi-sandbox/busybox")
+	id := upContainer(t, "pi-sandbox/busybox", "write-temp")
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) {
+			b := newBackend(t, docker.Config{Container: id, NoHelper: noHelper})
+			w := b.Info().WorkDir
+			plant := `mkdir -p /tmp/out && echo ORIGINAL > /tmp/out/victim && p=$(cat /proc/sys/kernel/ns_last_pid) && i=$((p+400)) && while [ $i -lt $((p+800)) ]; do ln -sf /tmp/out/victim ` + w + `/.pi-sandbox-write.$i; i=$((i+1)); done`
+			if err := b.Run(t.Context(), &ops.Cmd{Command: plant}); err != nil {
+				t.Fatal(err)
+			}
+			if err := b.WriteFile(t.Context(), w+"/target.txt", []byte("0123456789ABCD\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			var out bytes.Buffer
+			if err := b.Run(t.Context(), &ops.Cmd{Command: "cat /tmp/out/victim; cat " + w + "/target.txt; [ -L " + w + "/target.txt ] && echo LINK; rm -f " + w + "/.pi-sandbox-write.*", Output: &out}); err != nil {
+				t.Fatal(err)
+			}
+			if out.String() != "ORIGINAL\n0123456789ABCD\n" {
+				t.Errorf("after the write: %q", out.String())
+			}
+		})
+	}
+}

@@ -192,9 +192,12 @@ if [ -e "$r" ] && [ ! -w "$r" ]; then e EACCES; return; fi
 rd=${r%/*}; [ -n "$rd" ] || rd=/
 m=$perm
 if [ -e "$r" ]; then m=$(stat -c %a -- "$r") || return; fi
-tmp=$rd/.pi-sandbox-write.$$
-if { true > "$tmp"; } 2>/dev/null; then
-  cat > "$tmp" || { rm -f "$tmp"; return 1; }
+tmp=$rd/.pi-sandbox-write.$rnd
+if [ -w "$rd" ] && [ ! -e "$tmp" ] && [ ! -L "$tmp" ]; then
+  # Created exclusively (noclobber is O_EXCL: an existing name, or a link
+  # planted there, fails) under an unpredictable name, written in the same
+  # open.
+  if ! (set -C; exec cat > "$tmp"); then [ -f "$tmp" ] && [ ! -L "$tmp" ] && rm -f "$tmp"; return 1; fi
   if [ "$(stat -c %s -- "$tmp")" != "$size" ]; then rm -f "$tmp"; e EIO; return; fi
   chmod "$m" "$tmp" || { rm -f "$tmp"; return 1; }
   if mv -f "$tmp" "$r" 2>/dev/null; then return 0; fi
@@ -209,7 +212,7 @@ func (b *Backend) execWriteFile(ctx context.Context, name string, data []byte, p
 	// Assume the usual umask (022) for a new file's mode, as os.WriteFile
 	// would apply it.
 	mode := strconv.FormatUint(uint64(perm&fs.ModePerm&^0o022), 8)
-	_, err := b.fsScript(ctx, "open", name, "perm="+mode+"\nsize="+strconv.Itoa(len(data))+"\n"+writeFileScript, bytes.NewReader(data))
+	_, err := b.fsScript(ctx, "open", name, "perm="+mode+"\nsize="+strconv.Itoa(len(data))+"\nrnd="+newCallID()+"\n"+writeFileScript, bytes.NewReader(data))
 	return err
 }
 

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -72,7 +71,7 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
-	st := &tailBuffer{max: 4 << 10}
+	st := helper.NewTailBuffer(4 << 10)
 	p, err := b.start(ctx, execSpec{argv: []string{b.shimPath, "__shim", "serve"}, stdin: true, stdout: pw, stderr: st})
 	if err != nil {
 		pw.Close()
@@ -168,28 +167,6 @@ func (s *execStream) Close() error {
 	return nil
 }
 
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if t.buf.Len() > t.max {
-		t.buf.Next(t.buf.Len() - t.max)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
-}
 
 // The operations: the helper's when it runs, else the scripts'.
 

@@ -2,7 +2,6 @@ package helper
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -65,4 +64,30 @@ func (p *procStream) Close() error {
 // Process returns the child, for tests.
 func (p *procStream) Process() *os.Process { return p.cmd.Process }
 
-var errNoProcess = errors.New("helper: no process")
+
+// TailBuffer keeps the last bytes written to it: a helper's stderr, for
+// the error that says why it would not start.
+type TailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+	max int
+}
+
+// NewTailBuffer keeps the last max bytes.
+func NewTailBuffer(max int) *TailBuffer { return &TailBuffer{max: max} }
+
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *TailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.buf)
+}

@@ -1,7 +1,6 @@
 package sshops
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -91,7 +90,7 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err != nil {
 		return nil, err
 	}
-	st := &tailBuffer{max: 4 << 10}
+	st := helper.NewTailBuffer(4 << 10)
 	go io.Copy(st, pipes.stderr)
 	hs := &helperStream{s: s, release: func() { b.pool.release(c) }, in: pipes.stdin, out: pipes.stdout}
 	if !skipPreamble(pipes.stdout) {
@@ -108,43 +107,32 @@ type helperStream struct {
 	in      io.WriteCloser
 	out     io.Reader
 	once    sync.Once
+	mu      sync.Mutex // a Write and the stdin's Close do not overlap
 }
 
-func (h *helperStream) Read(p []byte) (int, error)  { return h.out.Read(p) }
-func (h *helperStream) Write(p []byte) (int, error) { return h.in.Write(p) }
+func (h *helperStream) Read(p []byte) (int, error) { return h.out.Read(p) }
 
-// Close sends EOF to the helper (it kills every command and exits) and
-// closes the session.
+func (h *helperStream) Write(p []byte) (int, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.in.Write(p)
+}
+
+// Close closes the session (sshd then closes the helper's stdin: it kills
+// every command and exits). The stdin's own Close waits for a Write in
+// progress, in the background: one blocked on a frozen peer's window ends
+// only when the connection does.
 func (h *helperStream) Close() error {
 	h.once.Do(func() {
-		h.in.Close()
 		h.s.Close()
 		h.release()
+		go func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			h.in.Close()
+		}()
 	})
 	return nil
-}
-
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-	max int
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf.Write(p)
-	if t.buf.Len() > t.max {
-		t.buf.Next(t.buf.Len() - t.max)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.buf.String()
 }
 
 // The operations: the helper's when it runs, else SFTP's and the wrapper's.
