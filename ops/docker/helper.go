@@ -167,7 +167,6 @@ func (s *execStream) Close() error {
 	return nil
 }
 
-
 // The operations: the helper's when it runs, else the scripts'.
 
 func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) {

@@ -192,7 +192,7 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 	s := &session{rwc: rwc, dead: make(chan struct{}), sets: map[*rootSet]int{}}
 	nc := &streamConn{rwc: rwc, onClose: func(err error) { s.kill(err) }}
 	t := &http.Transport{
-		Protocols: h2cOnly(),
+		Protocols: proto.Protocols(),
 		DialContext: func(context.Context, string, string) (net.Conn, error) {
 			return nc, nil
 		},
@@ -373,12 +373,6 @@ func (s *session) callJSON(ctx context.Context, c *conn, path string, in, out an
 		return s.lost(c, err)
 	}
 	return nil
-}
-
-func h2cOnly() *http.Protocols {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &p
 }
 
 // streamConn is a net.Conn over the helper's stdio.

@@ -31,39 +31,28 @@ func ExecDial(exe string, env []string) func(ctx context.Context) (io.ReadWriteC
 		if err := cmd.Start(); err != nil {
 			return nil, fmt.Errorf("helper: start %s: %w", exe, err)
 		}
-		p := &procStream{cmd: cmd, in: stdin, out: stdout, exited: make(chan struct{})}
-		go func() { cmd.Wait(); close(p.exited) }()
+		go cmd.Wait()
+		p := &procStream{in: stdin, out: stdout}
 		return p, nil
 	}
 }
 
 // procStream is a child helper's stdio.
 type procStream struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	out    io.ReadCloser
-	exited chan struct{}
-	once   sync.Once
+	in   io.WriteCloser
+	out  io.ReadCloser
+	once sync.Once
 }
 
 func (p *procStream) Read(b []byte) (int, error)  { return p.out.Read(b) }
 func (p *procStream) Write(b []byte) (int, error) { return p.in.Write(b) }
 
-// Close closes the child's stdin (its signal to kill every command and
-// exit) and reaps it.
+// Close closes the child's stdin: its signal to kill every command and
+// exit (the goroutine started with it reaps it).
 func (p *procStream) Close() error {
-	p.once.Do(func() {
-		p.in.Close()
-		go func() {
-			<-p.exited
-		}()
-	})
+	p.once.Do(func() { p.in.Close() })
 	return nil
 }
-
-// Process returns the child, for tests.
-func (p *procStream) Process() *os.Process { return p.cmd.Process }
-
 
 // TailBuffer keeps the last bytes written to it: a helper's stderr, for
 // the error that says why it would not start.

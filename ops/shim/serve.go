@@ -48,7 +48,7 @@ func serveMain(args []string, stderr io.Writer) int {
 	conn := &stdioConn{r: in, w: out, closed: make(chan struct{})}
 	srv := &http.Server{
 		Handler:   s.mux(),
-		Protocols: h2cOnly(),
+		Protocols: proto.Protocols(),
 		HTTP2: &http.HTTP2Config{
 			MaxConcurrentStreams:          512,
 			MaxReceiveBufferPerStream:     1 << 20,
@@ -69,12 +69,6 @@ func serveMain(args []string, stderr io.Writer) int {
 	}
 	s.close()
 	return 0
-}
-
-func h2cOnly() *http.Protocols {
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	return &p
 }
 
 // takeStdio duplicates fd 0 and 1 for the protocol and points fd 0 at

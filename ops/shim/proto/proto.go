@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -28,6 +29,14 @@ const (
 	PathPS     = "/v1/ps"     // empty → PSReply: the background processes
 	PathKill   = "/v1/kill"   // KillRequest → empty: stop a run's tree; its reply still ends with an end frame
 )
+
+// Protocols is the one protocol both ends speak: HTTP/2 cleartext with
+// prior knowledge.
+func Protocols() *http.Protocols {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
 
 // HeaderRequest carries the JSON request of endpoints whose body is raw
 // bytes (read, write).
