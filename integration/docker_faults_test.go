@@ -87,10 +87,20 @@ func TestDockerFaultContainerKilled(t *testing.T) {
 }
 
 // TestDockerFaultContainerPaused: a frozen container cannot run the kill
-// exec, yet the timeout still ends the call.
+// exec, yet the timeout still ends the call; once the container runs again
+// the command's tree dies (17.13), with the helper (its shim's deadline)
+// and without (the wrapper's).
 func TestDockerFaultContainerPaused(t *testing.T) {
+	for _, noHelper := range []bool{false, true} {
+		t.Run(map[bool]string{false: "helper", true: "nohelper"}[noHelper], func(t *testing.T) {
+			testContainerPaused(t, noHelper)
+		})
+	}
+}
+
+func testContainerPaused(t *testing.T, noHelper bool) {
 	cli := needImage(t, "pi-sandbox/busybox")
-	b := newBackend(t, docker.Config{Image: "pi-sandbox/busybox"})
+	b := newBackend(t, docker.Config{Image: "pi-sandbox/busybox", NoHelper: noHelper})
 	// Registered after newBackend's Close, so it runs first.
 	t.Cleanup(func() {
 		cli.ContainerUnpause(context.Background(), b.ID(), client.ContainerUnpauseOptions{})

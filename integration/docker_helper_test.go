@@ -84,24 +84,7 @@ func TestDockerKilledClientKillsCommand(t *testing.T) {
 		skipOrFail(t, "no pi-sandbox binary: "+piBinErr.Error())
 	}
 	id := upContainer(t, "pi-sandbox/busybox", "killed-client")
-	cmd := exec.Command(piBin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo spin-started; while :; do :; done","timeout":60}`)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for countInContainer(t, id, "[e]cho spin-started") == "0" {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("the command never started: %s", stderr.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	cmd.Process.Kill()
-	cmd.Wait()
-	waitNone(t, id, "[e]cho spin-started", 5*time.Second)
+	killClientMidSpin(t, id)
 }
 
 // TestDockerShimNotReplaceable: the shim that later calls trust is root's,
@@ -113,7 +96,7 @@ func TestDockerShimNotReplaceable(t *testing.T) {
 	id := upContainer(t, "pi-sandbox/busybox", "shim-owner")
 	b := newBackend(t, docker.Config{Container: id})
 	var out bytes.Buffer
-	if err := b.Run(t.Context(), &ops.Cmd{Command: "ps -o args | sed -n 's/ __shim serve$//p' | head -n1", Output: &out}); err != nil {
+	if err := b.Run(t.Context(), &ops.Cmd{Command: "ps -o args | sed -n 's/ __shim serve.*$//p' | head -n1", Output: &out}); err != nil {
 		t.Fatal(err)
 	}
 	shimPath := strings.TrimSpace(out.String())
@@ -167,4 +150,29 @@ func TestDockerWriteTempNotPredictable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// killClientMidSpin starts `pi-sandbox tool bash` with a spinning command
+// in container id, SIGKILLs the CLI once the command runs, and waits for
+// the command to be gone from the container (at most 5 s).
+func killClientMidSpin(t *testing.T, id string) {
+	t.Helper()
+	cmd := exec.Command(piBin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo spin-started; while :; do :; done","timeout":60}`)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for countInContainer(t, id, "[e]cho spin-started") == "0" {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the command never started: %s", stderr.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	waitNone(t, id, "[e]cho spin-started", 5*time.Second)
 }

@@ -129,8 +129,8 @@ func TestDockerEphemeral(t *testing.T) {
 			if !strings.HasPrefix(info.SpillDir, docker.DefaultStateDir+"/") {
 				t.Errorf("SpillDir = %q, want under the state volume %s", info.SpillDir, docker.DefaultStateDir)
 			}
-			if !info.Has("shim") || len(info.Limits) != 0 {
-				t.Errorf("Capabilities %v, Limits %q: want the shim and no limits", info.Capabilities, info.Limits)
+			if !info.Has("shim") || len(info.Limits) != 1 || !strings.Contains(info.Limits[0], "the ephemeral container's: full outputs go with it") {
+				t.Errorf("Capabilities %v, Limits %q: want the shim and only the ephemeral spill note", info.Capabilities, info.Limits)
 			}
 			// The spill directory is disk-backed (a volume), not a tmpfs.
 			var fsType bytes.Buffer

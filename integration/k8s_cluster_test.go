@@ -1,5 +1,3 @@
-//go:build k8s
-
 package integration
 
 import (
@@ -16,13 +14,11 @@ import (
 // TestK8sClusterSmoke checks the development cluster of make cluster (make cluster-test):
 // a pod from the project's busybox image, imported into the cluster's containerd and not
 // pullable from anywhere, gets Running; pods/exec carries stdout, stderr and the exit code.
-// It drives the kubectl built with the cluster (hack/cluster/tools/k8s), so the main
-// module needs no client-go.
+// It drives the kubectl built with the cluster (hack/cluster/tools/k8s), independent of
+// the backend's client-go.
 func TestK8sClusterSmoke(t *testing.T) {
-	kubeconfig := os.Getenv("KUBECONFIG")
-	if kubeconfig == "" {
-		skipOrFail(t, "KUBECONFIG is not set (make cluster prints the cluster's kubeconfig path)")
-	}
+	needCluster(t)
+	kubeconfig := k8sConfig
 	kubectl := os.Getenv("PI_SANDBOX_KUBECTL")
 	if kubectl == "" {
 		kubectl = filepath.Join(filepath.Dir(kubeconfig), "bin", "kubectl")

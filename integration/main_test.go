@@ -68,6 +68,10 @@ func testMain(m *testing.M) int {
 	buildPiBin(tmp)
 	setupDocker()
 	code := m.Run()
+	if left := k8sLeftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "integration: pods left by this run (deleted now): %v\n", left)
+		code = 1
+	}
 	if dockerCli != nil {
 		if left := leftovers(); len(left) > 0 {
 			fmt.Fprintf(os.Stderr, "integration: containers left by this run (removed now): %v\n", left)

@@ -14,6 +14,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
 	"github.com/pi-sandbox/pi-sandbox/tools"
@@ -53,6 +54,12 @@ var parityTargets = []parityTarget{
 		s := sshtest.Start(t)
 		return openSSH(t, s, s.Config())
 	}},
+	{"k8s-busybox", func(t *testing.T) ops.Backend {
+		return newK8s(t, k8s.Config{Image: k8sBusybox}, "parity")
+	}},
+	{"k8s-debian", func(t *testing.T) ops.Backend {
+		return newK8s(t, k8s.Config{Image: k8sDebian}, "parity")
+	}},
 	// The fallback paths, without the helper.
 	{"local-nohelper", func(t *testing.T) ops.Backend {
 		b, err := local.New(t.Context(), local.Config{WorkDir: t.TempDir(), SpillDir: t.TempDir(), NoHelper: true})
@@ -65,6 +72,9 @@ var parityTargets = []parityTarget{
 	{"docker-busybox-nohelper", func(t *testing.T) ops.Backend {
 		needImage(t, "pi-sandbox/busybox")
 		return newBackend(t, docker.Config{Image: "pi-sandbox/busybox", NoHelper: true})
+	}},
+	{"k8s-busybox-nohelper", func(t *testing.T) ops.Backend {
+		return newK8s(t, k8s.Config{Image: k8sBusybox, NoHelper: true}, "parity")
 	}},
 	{"ssh-nohelper", func(t *testing.T) ops.Backend {
 		s := sshtest.Start(t)
@@ -120,11 +130,15 @@ func runParityTarget(t *testing.T, tg parityTarget, cases []parityCase, mu *sync
 			t.Run(c.name, func(t *testing.T) {
 				p := *p
 				p.t = t
-				if c.abortAfter > 0 {
+				if c.abortOn != "" {
 					ctx, cancel := context.WithCancel(p.ctx)
 					defer cancel()
-					time.AfterFunc(c.abortAfter, cancel)
 					p.ctx = ctx
+					p.emit = func(ev loop.Event) {
+						if u, ok := ev.(loop.ToolExecutionUpdate); ok && u.PartialResult != nil && strings.Contains(resultText(u.PartialResult), c.abortOn) {
+							cancel()
+						}
+					}
 				}
 				res := p.call(c.tool, c.args)
 				text := resultText(res)
@@ -163,11 +177,12 @@ func runParityTarget(t *testing.T, tg parityTarget, cases []parityCase, mu *sync
 
 // parityRun is one target's loop and backend, for calls and checks.
 type parityRun struct {
-	t   *testing.T
-	ctx context.Context
-	b   ops.Backend
-	l   *loop.Loop
-	cwd string
+	t    *testing.T
+	ctx  context.Context
+	b    ops.Backend
+	l    *loop.Loop
+	cwd  string
+	emit loop.EmitFunc // nil: events are not looked at
 }
 
 // call runs one tool call through the loop's pipeline; args may use
@@ -178,7 +193,7 @@ func (p *parityRun) call(tool, args string) *loop.Result {
 	if !json.Valid([]byte(args)) {
 		p.t.Fatalf("bad test arguments %s", args)
 	}
-	batch := p.l.RunBatch(p.ctx, nil, []loop.ToolCall{{ID: "call_1", Name: tool, Arguments: json.RawMessage(args)}}, nil)
+	batch := p.l.RunBatch(p.ctx, nil, []loop.ToolCall{{ID: "call_1", Name: tool, Arguments: json.RawMessage(args)}}, p.emit)
 	return batch.Results[0].Result
 }
 

@@ -170,6 +170,18 @@ type ReplaceFS interface {
 	ReplaceFile(ctx context.Context, name string, old, data []byte) error
 }
 
+// WriteParentsFS is implemented by backends that do the write tool's three
+// steps in one round trip (the helper).
+type WriteParentsFS interface {
+	FS
+	// WriteFileParents makes name's parent directories (MkdirAll, 0o755),
+	// fails when name exists as something else than a regular file or a
+	// directory, and writes data as WriteFile does. Its errors do not say
+	// which step failed: a caller that must know repeats the steps one by
+	// one (they change nothing twice).
+	WriteFileParents(ctx context.Context, name string, data []byte, perm fs.FileMode) error
+}
+
 // ErrConflict marks a ReplaceFile whose file changed since it was read.
 var ErrConflict = errors.New("ops: file changed since it was read")
 

@@ -48,14 +48,24 @@ func (e *OutsideRootError) UserMessage() string {
 		fmt.Fprintf(&b, " (it resolves to %s)", e.Resolved)
 	}
 	b.WriteString(". Allowed roots: ")
-	for i, r := range e.Roots {
-		if i > 0 {
+	n := 0
+	for _, r := range e.Roots {
+		if r.Path == "" {
+			// A root the target could not resolve (gone since) names
+			// nothing the model could use.
+			continue
+		}
+		if n > 0 {
 			b.WriteString(", ")
 		}
+		n++
 		b.WriteString(r.Path)
 		if r.ReadOnly {
 			b.WriteString(" (read-only)")
 		}
+	}
+	if n == 0 {
+		b.WriteString("none")
 	}
 	b.WriteString(".")
 	return b.String()

@@ -158,6 +158,11 @@ var ErrCanceled = errors.New("ops: command canceled")
 // ErrExitUnknown marks a command whose exit status was lost.
 var ErrExitUnknown = errors.New("ops: exit status unknown")
 
+// ErrProcessLimit marks a command that could not start because no process
+// could be forked for it (EAGAIN: a pids limit or RLIMIT_NPROC reached); it
+// comes wrapped in a *StartError. Its text is what the model reads.
+var ErrProcessLimit = errors.New("could not fork: process limit reached")
+
 // ErrUnsupported is returned by capability helpers when a backend lacks the
 // capability and there is no honest fallback.
 var ErrUnsupported = errors.New("ops: unsupported")
@@ -170,6 +175,11 @@ var ErrBadPattern = errors.New("ops: invalid pattern")
 func Canceled(ctx context.Context) error {
 	return fmt.Errorf("%w: %w", ErrCanceled, context.Cause(ctx))
 }
+
+// OOMNote ends the output of a command that exited 0 while the target's
+// OOM killer ended one of its processes: a success can carry it nowhere
+// else.
+const OOMNote = "\n[pi-sandbox: a process of this command was killed: out of memory]\n"
 
 // ExitError reports a command that ran and exited with a non-zero status.
 type ExitError struct {

@@ -6,12 +6,14 @@ import (
 )
 
 // All returns the seven tools bound to backend b, in pi's order: read, bash,
-// edit, write, grep, find, ls. edit and write share one file mutation queue.
+// edit, write, grep, find, ls. edit and write share one file mutation queue,
+// and what read, write and edit last saw in a file spares the next edit its
+// read (contentMemo).
 func All(b ops.Backend) []loop.Tool {
 	info := b.Info()
 	q := NewMutationQueue(b)
 	ts := []loop.Tool{
-		NewRead(b, info),
+		&readTool{fsys: b, info: info, memo: q.memo},
 		NewBash(b, b, info),
 		NewEdit(b, info, q),
 		NewWrite(b, info, q),

@@ -102,14 +102,23 @@ func (e *bashError) Unwrap() error { return e.cause }
 // a lost exit status and failures to start are errors.
 func (t *bashTool) Execute(ctx context.Context, _ string, args map[string]any, update loop.UpdateFunc) (*loop.Result, error) {
 	command, _ := args["command"].(string)
-	s := newBashStream(update, func() *spillFile {
+	// Where the runner saves the output in the target itself
+	// (ops.SpillRunner), the bytes are not sent back there to be saved.
+	var target *targetSpill
+	s := newBashStream(update, func() spillHandle {
+		if target != nil {
+			return target
+		}
 		return startSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap)
 	})
+	if _, ok := t.r.(ops.SpillRunner); ok && t.fsys != nil {
+		target = newTargetSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap)
+	}
 	if update != nil {
 		update(&loop.Result{Content: []loop.Content{}})
 	}
 	start := time.Now()
-	timeoutText, ran, err := t.run(ctx, command, args["timeout"], s)
+	timeoutText, ran, err := t.run(ctx, command, args["timeout"], s, &target)
 	snap, full := s.finish()
 	wall := time.Since(start)
 	if !ran && !errors.Is(err, ops.ErrCanceled) {
@@ -163,7 +172,7 @@ func (t *bashTool) Execute(ctx context.Context, _ string, args map[string]any, u
 // run validates the call like pi's local operations (§8.2: timeout, abort,
 // working directory) and runs the command. It returns the timeout as the
 // caller wrote it, for the timeout message, and whether the command ran.
-func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *bashStream) (string, bool, error) {
+func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *bashStream, target **targetSpill) (string, bool, error) {
 	limit, timeoutText, err := parseTimeout(rawTimeout)
 	if err != nil {
 		return "", false, err
@@ -172,7 +181,10 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 		return "", false, ops.Canceled(ctx)
 	}
 	cwd := t.info.WorkDir
-	if t.fsys != nil {
+	// A runner that checks the directory in the same round trip as the
+	// command (the helper) spares the Stat; startedWithoutDir reads its
+	// answer.
+	if t.fsys != nil && !checksDir(t.r) {
 		if _, err := t.fsys.Stat(ctx, cwd); err != nil {
 			switch {
 			case ctx.Err() != nil:
@@ -183,13 +195,23 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 			return "", false, missingWorkDir(cwd, err)
 		}
 	}
-	err = t.r.Run(ctx, &ops.Cmd{
+	cmd := &ops.Cmd{
 		Command: command,
 		Dir:     cwd,
 		Env:     bashEnv,
 		Output:  s,
 		Timeout: limit,
-	})
+	}
+	if *target != nil {
+		err = t.r.(ops.SpillRunner).RunSpill(ctx, cmd, (*target).s)
+		if errors.Is(err, ops.ErrUnsupported) {
+			// Not for this call (nothing ran): the tool saves the output.
+			*target = nil
+			err = t.r.Run(ctx, cmd)
+		}
+	} else {
+		err = t.r.Run(ctx, cmd)
+	}
 	if t.startedWithoutDir(ctx, err, cwd) {
 		return timeoutText, false, missingWorkDir(cwd, err)
 	}
@@ -202,10 +224,18 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 // chdir as "fork/exec <shell>: no such file or directory").
 func (t *bashTool) startedWithoutDir(ctx context.Context, err error, cwd string) bool {
 	var se *ops.StartError
-	if !errors.As(err, &se) || !errors.Is(se.Err, fs.ErrNotExist) {
+	if !errors.As(err, &se) {
 		return false
 	}
 	var pe *fs.PathError
+	if errors.As(se.Err, &pe) && pe.Op == "stat" && pe.Path == cwd && checksDir(t.r) {
+		// The runner's own check of the directory, in place of the Stat
+		// run skipped: any failure of it is a missing directory, as there.
+		return true
+	}
+	if !errors.Is(se.Err, fs.ErrNotExist) {
+		return false
+	}
 	if errors.As(se.Err, &pe) && (pe.Op == "chdir" || pe.Path == cwd) {
 		return true
 	}
@@ -214,6 +244,13 @@ func (t *bashTool) startedWithoutDir(ctx context.Context, err error, cwd string)
 	}
 	_, serr := t.fsys.Stat(ctx, cwd)
 	return errors.Is(serr, fs.ErrNotExist)
+}
+
+// checksDir reports whether r checks Cmd.Dir before it starts anything
+// (ops.DirCheckingRunner).
+func checksDir(r ops.Runner) bool {
+	dc, ok := r.(ops.DirCheckingRunner)
+	return ok && dc.ChecksDir()
 }
 
 func missingWorkDir(cwd string, cause error) error {
@@ -284,8 +321,9 @@ func appendStatus(text, status string) string {
 
 // spillResult is the spill file as the final message reports it.
 type spillResult struct {
-	path string // "" when there is none
-	err  error  // why the file could not be written
+	path       string // "" when there is none
+	err        error  // why the file could not be written
+	incomplete error  // why the file at path lacks the end of the output
 }
 
 // formatBashOutput is pi's formatOutput: the tail text (or empty), plus the
@@ -303,6 +341,8 @@ func formatBashOutput(snap truncation, full spillResult, lastLineBytes int64, em
 		// pi cannot get here (its temp file is local); say why there is no
 		// file instead of pointing to an incomplete one.
 		where = "not saved (" + full.err.Error() + ")"
+	} else if full.incomplete != nil {
+		where += " (incomplete: " + full.incomplete.Error() + ")"
 	}
 	details := &bashDetails{Truncation: &snap, FullOutputPath: full.path}
 	startLine := snap.TotalLines - snap.OutputLines + 1

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // Sizes of bash's bounded output state (pi-contracts §1, §4.4, §8.6).
@@ -77,6 +79,34 @@ func (a *outputAccumulator) append(p []byte) {
 		}
 	} else if len(p) > 0 {
 		a.pending = append(a.pending, bytes.Clone(p))
+	}
+}
+
+// skip counts output that was not given to append (a runner saved it in
+// the target only, ops.SkippedOutput): the counts go on, the decoder
+// starts afresh (the skipped bytes end between characters), the rolling
+// and structured tails start again after it (the runner sends more than
+// they keep after a skip).
+func (a *outputAccumulator) skip(k ops.SkippedOutput) {
+	if a.finished || k.Raw <= 0 {
+		return
+	}
+	a.rawBytes += k.Raw
+	a.decodedBytes += k.Decoded
+	a.completedLines += k.Newlines
+	if k.Newlines == 0 {
+		a.lastLineBytes += k.LastLine
+	} else {
+		a.lastLineBytes = k.LastLine
+	}
+	a.openLine = a.lastLineBytes > 0
+	a.dec = utf8Decoder{}
+	a.tail = a.tail[:0]
+	a.tailAtLineStart = !a.openLine
+	a.structured.total += k.Decoded
+	a.structured.tail = a.structured.tail[:0]
+	if a.spill == nil && a.shouldSpill() {
+		a.ensureSpill()
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"strconv"
 	"sync"
 	"syscall"
 
@@ -52,13 +51,23 @@ type spillFile struct {
 // are used, not its cancellation: the file must be complete even when the
 // command was aborted, since the abort message points to it.
 func startSpill(ctx context.Context, fsys ops.FS, dir string, limit int64) *spillFile {
+	return startSpillAt(ctx, fsys, spillName(dir), limit)
+}
+
+// spillName is a fresh spill file name in dir.
+func spillName(dir string) string {
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	if dir == "" {
 		dir = "/tmp"
 	}
+	return path.Join(dir, "pi-bash-"+hex.EncodeToString(id[:])+".log")
+}
+
+// startSpillAt starts the writer of the spill file name.
+func startSpillAt(ctx context.Context, fsys ops.FS, name string, limit int64) *spillFile {
 	s := &spillFile{
-		name:  path.Join(dir, "pi-bash-"+hex.EncodeToString(id[:])+".log"),
+		name:  name,
 		limit: limit,
 		done:  make(chan struct{}),
 	}
@@ -84,8 +93,7 @@ func (s *spillFile) write(p []byte) {
 		s.enqueue(append(getSpillBuf(len(p)), p...))
 	}
 	if s.capped {
-		s.enqueue([]byte("\n[pi-sandbox: output after the first " + strconv.FormatInt(s.limit, 10) +
-			" bytes was not saved]\n"))
+		s.enqueue([]byte(capNote(s.limit)))
 	}
 }
 

@@ -191,9 +191,10 @@ func TestBashSpillWriteFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The file exists (partial); the tool neither hangs nor fails.
+	// The file exists (partial); the tool neither hangs nor fails, and
+	// says the file is incomplete.
 	path, _ := onlySpill(t, fsys)
-	if !strings.HasSuffix(res.Content[0].Text, "Full output: "+path+"]") {
+	if !strings.HasSuffix(res.Content[0].Text, "Full output: "+path+" (incomplete: disk gone)]") {
 		t.Errorf("text ends %q", bashTailOf(res.Content[0].Text, 200))
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // bashUpdateThrottle is pi's BASH_UPDATE_THROTTLE_MS.
@@ -17,7 +18,7 @@ const bashUpdateThrottle = 100 * time.Millisecond
 type bashStream struct {
 	mu        sync.Mutex
 	acc       *outputAccumulator
-	spill     *spillFile
+	spill     spillHandle
 	update    loop.UpdateFunc
 	accepting bool
 	dirty     bool
@@ -26,7 +27,7 @@ type bashStream struct {
 	timerGen  int // invalidates a timer that fired while being stopped
 }
 
-func newBashStream(update loop.UpdateFunc, openSpill func() *spillFile) *bashStream {
+func newBashStream(update loop.UpdateFunc, openSpill func() spillHandle) *bashStream {
 	s := &bashStream{update: update, accepting: true}
 	s.acc = newOutputAccumulator(defaultMaxLines, defaultMaxBytes, func() spillSink {
 		s.spill = openSpill()
@@ -49,6 +50,17 @@ func (s *bashStream) Write(p []byte) (int, error) {
 		s.schedule()
 	}
 	return len(p), nil
+}
+
+// SkipOutput takes the counts of output the runner saved in the target
+// only (ops.OutputSkipper).
+func (s *bashStream) SkipOutput(k ops.SkippedOutput) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.accepting {
+		return
+	}
+	s.acc.skip(k)
 }
 
 // schedule emits now when the last update is at least the throttle
@@ -121,8 +133,8 @@ func (s *bashStream) finish() (truncation, spillResult) {
 		return snap, spillResult{path: "", err: err}
 	}
 	// A write error after the file was created leaves a partial file; it
-	// is still the best full output there is.
-	return snap, spillResult{path: spill.path()}
+	// is still the best full output there is, and the notice says so.
+	return snap, spillResult{path: spill.path(), incomplete: err}
 }
 
 func (s *bashStream) lastLineBytes() int64 {

@@ -5,6 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"io/fs"
+	"math/rand/v2"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -149,6 +153,25 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
+	if orig, ok := t.q.memo.get(abs); ok {
+		if res, done, err := t.editRemembered(ctx, path, abs, orig, edits); done {
+			return res, err
+		}
+	}
+	// One round trip for the access check, the stat and the read where the
+	// backend can; the steps one by one otherwise, or when it failed (they
+	// say exactly what failed).
+	if fi, r, ok := openChecked(ctx, t.fsys, abs, ops.AccessRead|ops.AccessWrite); ok && r != nil {
+		if fi.Size() > maxEditBytes {
+			r.Close()
+			return nil, errEditTooLarge(path, fi.Size())
+		}
+		return t.editLoop(ctx, path, abs, fi, r, edits)
+	} else if ok {
+		if kind := irregularKind(fi); kind != "" {
+			return nil, errNotRegular("edit", path, kind)
+		}
+	}
 	if err := t.fsys.Access(ctx, abs, ops.AccessRead|ops.AccessWrite); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
@@ -171,13 +194,24 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	if !fi.IsDir() && fi.Size() > maxEditBytes {
 		return nil, errEditTooLarge(path, fi.Size())
 	}
-	// The read-modify-write is one locked compare-and-replace where the
-	// backend has it (the helper): a file that another session changed
-	// since the read is edited again on its new content, so concurrent
-	// edits of one file never lose an update silently.
+	return t.editLoop(ctx, path, abs, fi, nil, edits)
+}
+
+// editLoop edits abs until the write lands. The read-modify-write is one
+// locked compare-and-replace where the backend has it (the helper): a file
+// that another session changed since the read is edited again on its new
+// content, so concurrent edits of one file never lose an update silently.
+// r, when not nil, is abs opened already (the first read uses it).
+func (t *editTool) editLoop(ctx context.Context, path, abs string, fi fs.FileInfo, r io.ReadCloser, edits []editSpec) (*loop.Result, error) {
 	for attempt := 1; ; attempt++ {
-		res, err := t.editOnce(ctx, path, abs, fi.Size(), edits)
+		res, err := t.editOnce(ctx, path, abs, fi.Size(), r, edits)
+		r = nil
 		if errors.Is(err, ops.ErrConflict) && attempt < maxEditAttempts {
+			// Sessions that keep colliding drift apart: a random pause
+			// that grows with the attempts.
+			if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(2*time.Millisecond)))); err != nil {
+				return nil, checkAbort(ctx)
+			}
 			if fi, err = t.fsys.Stat(ctx, abs); err != nil {
 				return nil, editAccessError(path, err)
 			}
@@ -190,13 +224,60 @@ func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec)
 	}
 }
 
+// editRemembered edits orig, what abs was last seen to hold (contentMemo),
+// in one round trip: ReplaceFile writes the result only if the file still
+// holds exactly orig, which makes the edit the one a fresh read would have
+// given. done is false when the edit is to be done the usual way (the file
+// changed, the edits do not apply to orig, any failure); nothing was
+// written then.
+func (t *editTool) editRemembered(ctx context.Context, path, abs string, orig []byte, edits []editSpec) (res *loop.Result, done bool, err error) {
+	rf, ok := t.fsys.(ops.ReplaceFS)
+	if !ok {
+		return nil, false, nil
+	}
+	out, details, err := planEdit(orig, edits, path)
+	if err != nil || checkAbort(ctx) != nil {
+		return nil, false, nil
+	}
+	wctx, stop := settleCtx(ctx)
+	err = rf.ReplaceFile(wctx, abs, orig, out)
+	stop()
+	if err != nil {
+		t.q.memo.drop(abs)
+		return nil, false, nil
+	}
+	t.q.memo.put(abs, out)
+	if err := checkAbort(ctx); err != nil {
+		return nil, true, err
+	}
+	return editResult(path, edits, details), true, nil
+}
+
+// planEdit applies edits to orig, the file's content: what to write (its
+// BOM and line endings kept) and pi's details, which 1.6 computes before
+// writing.
+func planEdit(orig []byte, edits []editSpec, path string) ([]byte, editDetails, error) {
+	bom, content := stripBOM(decodeString(orig))
+	applied, err := applyEdits(normalizeToLF(content), edits, path)
+	if err != nil {
+		return nil, editDetails{}, err
+	}
+	details := computeEditDetails(path, applied.base, applied.newText, applied.reps)
+	return []byte(bom + restoreLineEndings(content, applied.reps)), details, nil
+}
+
+// editResult is pi's success result.
+func editResult(path string, edits []editSpec, details editDetails) *loop.Result {
+	return loop.TextResult(fmt.Sprintf("Successfully replaced %d block(s) in %s.", len(edits), path), details)
+}
+
 // maxEditAttempts bounds the re-edits of a file that keeps changing.
 const maxEditAttempts = 8
 
 // editOnce reads, edits and writes abs once; ops.ErrConflict (from
 // ReplaceFile) means the file changed since the read.
-func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, edits []editSpec) (*loop.Result, error) {
-	data, err := readBounded(ctx, t.fsys, abs, size, maxEditBytes)
+func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, r io.ReadCloser, edits []editSpec) (*loop.Result, error) {
+	data, err := readBounded(ctx, t.fsys, abs, r, size, maxEditBytes)
 	if err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
@@ -214,23 +295,16 @@ func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, e
 		return nil, err
 	}
 
-	orig := data
-	bom, content := stripBOM(decodeString(data))
-	data = nil
-	applied, err := applyEdits(normalizeToLF(content), edits, path)
+	out, details, err := planEdit(data, edits, path)
 	if err != nil {
 		return nil, err
 	}
-	// 1.6 computes the details before writing.
-	details := computeEditDetails(path, applied.base, applied.newText, applied.reps)
-
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	out := bom + restoreLineEndings(content, applied.reps)
 	wctx, stop := settleCtx(ctx)
 	defer stop()
-	if err := t.write(wctx, abs, orig, []byte(out)); err != nil {
+	if err := t.write(wctx, abs, data, out); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}
@@ -239,10 +313,11 @@ func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, e
 		}
 		return nil, nodeErr(err, "open", abs)
 	}
+	t.q.memo.put(abs, out)
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	return loop.TextResult(fmt.Sprintf("Successfully replaced %d block(s) in %s.", len(edits), path), details), nil
+	return editResult(path, edits, details), nil
 }
 
 // editAccessError is pi's "Could not edit file: <path>. <reason>." where the
@@ -266,4 +341,16 @@ func (t *editTool) write(ctx context.Context, abs string, orig, data []byte) err
 		}
 	}
 	return t.fsys.WriteFile(ctx, abs, data, 0o666)
+}
+
+// sleepCtx waits d, or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }

@@ -26,10 +26,12 @@ func (e *tooLargeError) Error() string {
 // readBounded reads name, expected to be size bytes, and fails with a
 // *tooLargeError once it has more than limit bytes (a file that grew since
 // its stat).
-func readBounded(ctx context.Context, fsys ops.FS, name string, size, limit int64) ([]byte, error) {
-	r, err := fsys.Open(ctx, name)
-	if err != nil {
-		return nil, err
+func readBounded(ctx context.Context, fsys ops.FS, name string, r io.ReadCloser, size, limit int64) ([]byte, error) {
+	if r == nil {
+		var err error
+		if r, err = fsys.Open(ctx, name); err != nil {
+			return nil, err
+		}
 	}
 	defer r.Close()
 	buf := bytes.NewBuffer(make([]byte, 0, min(max(size, 0), limit)+bytes.MinRead))

@@ -42,7 +42,7 @@ func TestEditReadBoundedWhenTheFileGrew(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := readBounded(context.Background(), m, "/work/grows.txt", 10, 1<<20)
+	_, err := readBounded(context.Background(), m, "/work/grows.txt", nil, 10, 1<<20)
 	if _, ok := err.(*tooLargeError); !ok {
 		t.Errorf("readBounded of an endless file: %v, want *tooLargeError", err)
 	}

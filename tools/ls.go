@@ -74,6 +74,32 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 		limit = int(max(1, min(math.Floor(*a.Limit), math.MaxInt32)))
 	}
 
+	// One round trip where the backend lists with what each entry leads to
+	// (ops.ListFS); the steps one by one otherwise, or when that failed
+	// (they say exactly what failed).
+	if l, ok := t.fsys.(ops.ListFS); ok {
+		if fi, ents, err := l.ListDir(ctx, dir); err == nil {
+			if !fi.IsDir() {
+				return nil, errors.New("Not a directory: " + dir)
+			}
+			names := make([]string, len(ents))
+			known := make(map[string]bool, len(ents))
+			gone := map[string]bool{}
+			for i, e := range ents {
+				names[i] = decodeString([]byte(e.Name))
+				if names[i] != e.Name {
+					continue // stat the decoded name, as pi does
+				}
+				if e.OK {
+					known[names[i]] = e.Mode.IsDir()
+				} else {
+					gone[names[i]] = true
+				}
+			}
+			sortNames(names)
+			return t.collect(ctx, dir, names, limit, known, gone, true)
+		}
+	}
 	// pi's existsSync: any failure means "not found", except that a broken
 	// connection must not look like a missing path.
 	fi, err := t.fsys.Stat(ctx, dir)
@@ -122,9 +148,15 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 		}
 	}
 
-	// Walk the sorted names as pi does, stopping once limit entries are
-	// collected; the stats of a stretch of names run concurrently (each is
-	// a round trip on a remote target) and are used in order.
+	return t.collect(ctx, dir, names, limit, known, nil, trustTypes)
+}
+
+// collect walks the sorted names as pi does, stopping once limit entries
+// are collected, and formats the listing. Names in known (when trustTypes)
+// take their type from there and names in gone are dropped, without a
+// stat; the stats of a stretch of other names run concurrently (each is a
+// round trip on a remote target) and are used in order.
+func (t *lsTool) collect(ctx context.Context, dir string, names []string, limit int, known, gone map[string]bool, trustTypes bool) (*loop.Result, error) {
 	var out []string
 	i := 0
 	for i < len(names) && len(out) < limit {
@@ -135,7 +167,7 @@ func (t *lsTool) list(ctx context.Context, a *lsArgs) (*loop.Result, error) {
 		if !trustTypes {
 			known = nil
 		}
-		entries, err := t.statAll(ctx, dir, batch, known)
+		entries, err := t.statAll(ctx, dir, batch, known, gone)
 		if err != nil {
 			return nil, err
 		}
@@ -181,12 +213,15 @@ const (
 // entry whose stat failed (pi drops those silently: broken links vanish).
 // A transport failure fails the listing. Names in known (entries that are
 // not symbolic links) take their type from there without a stat.
-func (t *lsTool) statAll(ctx context.Context, dir string, names []string, known map[string]bool) ([]string, error) {
+func (t *lsTool) statAll(ctx context.Context, dir string, names []string, known, gone map[string]bool) ([]string, error) {
 	out := make([]string, len(names))
 	errs := make([]error, len(names))
 	sem := make(chan struct{}, lsStatParallel)
 	var wg sync.WaitGroup
 	for i, name := range names {
+		if gone[name] {
+			continue
+		}
 		if isDir, ok := known[name]; ok {
 			out[i] = name
 			if isDir {

@@ -18,9 +18,13 @@ type realpathFS struct {
 	ops.FS
 	links map[string]string
 	errs  map[string]error
+	calls *atomic.Int32 // RealPath calls, when set
 }
 
 func (f realpathFS) RealPath(_ context.Context, name string) (string, error) {
+	if f.calls != nil {
+		f.calls.Add(1)
+	}
 	if err := f.errs[name]; err != nil {
 		return "", err
 	}
@@ -91,8 +95,46 @@ func TestQueueFIFOOneKey(t *testing.T) {
 	if len(order) != n {
 		t.Fatalf("ran %d of %d", len(order), n)
 	}
-	if len(q.tails) != 0 {
-		t.Errorf("tails not cleaned: %v", q.tails)
+	if len(q.active) != 0 {
+		t.Errorf("%d calls left registered", len(q.active))
+	}
+}
+
+// TestQueueAloneSkipsRealPath: a call that finds the queue empty runs
+// without resolving its key; the next call, which comes while it runs,
+// resolves both and waits when they are one file.
+func TestQueueAloneSkipsRealPath(t *testing.T) {
+	var calls atomic.Int32
+	q := NewMutationQueue(realpathFS{links: map[string]string{"/w/alias": "/w/f"}, calls: &calls})
+	ctx := context.Background()
+	for range 3 {
+		if err := q.Do(ctx, "/w/f", func() error { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("%d RealPath calls for calls alone in the queue, want 0", n)
+	}
+	hold, held := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	go q.Do(ctx, "/w/f", func() error { close(held); <-hold; first.Store(true); return nil })
+	<-held
+	done := make(chan error, 1)
+	go func() {
+		done <- q.Do(ctx, "/w/alias", func() error {
+			if !first.Load() {
+				return errors.New("the alias ran while the file's earlier call held it")
+			}
+			return nil
+		})
+	}()
+	waitRegistered(t, q, 5)
+	close(hold)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("%d RealPath calls under contention, want 2 (each call's key once)", n)
 	}
 }
 
@@ -136,9 +178,25 @@ func TestQueueErrorsAndAbort(t *testing.T) {
 			t.Errorf("%s: err %v ran %v", p, err, ran)
 		}
 	}
-	err := q.Do(ctx, "/w/loop", func() error { t.Error("ran"); return nil })
+	// Alone in the queue, the call runs before its key is resolved; when it
+	// fails (as its own open of a link loop does), the RealPath failure is
+	// its error, as if it had been rejected first.
+	err := q.Do(ctx, "/w/loop", func() error { return ops.PathError("open", "/w/loop", ops.ELOOP) })
 	if err == nil || err.Error() != "ELOOP: too many symbolic links encountered, realpath '/w/loop'" {
 		t.Errorf("loop: %v", err)
+	}
+	// Behind another call it is rejected before it runs.
+	other, otherHeld := make(chan struct{}), make(chan struct{})
+	otherDone := make(chan error, 1)
+	go func() { otherDone <- q.Do(ctx, "/w/other", func() error { close(otherHeld); <-other; return nil }) }()
+	<-otherHeld
+	err = q.Do(ctx, "/w/loop", func() error { t.Error("a rejected call ran"); return nil })
+	if err == nil || err.Error() != "ELOOP: too many symbolic links encountered, realpath '/w/loop'" {
+		t.Errorf("loop behind another call: %v", err)
+	}
+	close(other)
+	if err := <-otherDone; err != nil {
+		t.Fatal(err)
 	}
 	// The chain still works after a failed registration; fn's error passes through.
 	want := errors.New("boom")

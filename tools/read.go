@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"io/fs"
 	"math"
 	"strconv"
 
@@ -24,6 +25,7 @@ var readSchema = objectSchema(
 type readTool struct {
 	fsys ops.FS
 	info ops.Info
+	memo *contentMemo // nil: none (NewRead); All shares its queue's
 }
 
 // NewRead returns pi's read tool on fsys, resolving relative paths against
@@ -55,43 +57,22 @@ func (t *readTool) Execute(ctx context.Context, _ string, args map[string]any, _
 
 func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) {
 	abs := resolveToCwd(a.Path, t.info.WorkDir, t.info.Home)
-	// One round trip when the file is there; pi's path fallbacks only when
-	// it is missing.
-	if err := t.fsys.Access(ctx, abs, ops.AccessRead); err != nil {
-		alt := abs
-		if ops.ErrnoOf(err) == ops.ENOENT && !errors.Is(err, ops.ErrTransport) {
-			alt = resolveReadPath(ctx, t.fsys, abs)
-		}
-		if alt == abs {
-			return nil, nodeErr(err, "access", abs)
-		}
-		abs = alt
-		if err := t.fsys.Access(ctx, abs, ops.AccessRead); err != nil {
-			return nil, nodeErr(err, "access", abs)
-		}
-	}
-	// Only regular files are read: a FIFO or a device never ends.
-	fi, err := t.fsys.Stat(ctx, abs)
+	r, err := t.open(ctx, a, &abs)
 	if err != nil {
-		return nil, readErr(err, abs)
+		return nil, err
 	}
-	if kind := irregularKind(fi); kind != "" {
-		return nil, errNotRegular("read", a.Path, kind)
-	}
-	r, err := t.fsys.Open(ctx, abs)
-	if err != nil {
-		return nil, readErr(err, abs)
-	}
-	defer r.Close()
+	// The stream is ended before a count in the target (see lineCount).
+	rr := &resumableReader{ctx: ctx, fsys: t.fsys, name: abs, r: r, capture: t.memo != nil}
+	defer rr.Close()
 
 	head := make([]byte, imageSniffLen)
-	n, err := io.ReadFull(r, head)
+	n, err := io.ReadFull(rr, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return nil, readErr(err, abs)
 	}
 	head = head[:n]
 	if mime := detectImage(head); mime != "" {
-		return t.readImage(ctx, io.MultiReader(bytes.NewReader(head), r), mime, abs)
+		return t.readImage(ctx, io.MultiReader(bytes.NewReader(head), rr), mime, abs)
 	}
 
 	start := 0
@@ -124,8 +105,16 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 	// backend where it saves nothing says ErrUnsupported and the scan
 	// streams on, which is exact (see scanText on what the count cannot
 	// tell).
-	lineCount := func() (int64, int64, error) { return ops.CountLinesInTarget(ctx, t.fsys, abs) }
-	s, err := scanText(ctx, io.MultiReader(bytes.NewReader(head), r), w, lineCount)
+	// The stream is ended before the count: on docker without the helper
+	// an exec stream left undrained holds back the end of the count's exec
+	// (seen under load: the read waited for its deadline). Where counting
+	// is not supported after all, the scan goes on from a fresh open at the
+	// same offset.
+	lineCount := func() (int64, int64, error) {
+		rr.pause()
+		return ops.CountLinesInTarget(ctx, t.fsys, abs)
+	}
+	s, err := scanText(ctx, io.MultiReader(bytes.NewReader(head), rr), w, lineCount)
 	if err != nil {
 		return nil, readErr(err, abs)
 	}
@@ -138,7 +127,70 @@ func (t *readTool) read(ctx context.Context, a *readArgs) (*loop.Result, error) 
 	}
 	res := formatRead(s, start, a, endLine)
 	res.StructuredContent = res.Content[0].Text // pi 1.6: the text itself
+	if data, ok := rr.whole(); ok {
+		t.memo.put(abs, data)
+	}
 	return res, nil
+}
+
+// open checks and opens *abs for reading: in one round trip where the
+// backend can (ops.CheckedOpenFS), else step by step, and step by step
+// whenever the one-step open fails, so errors and pi's path fallbacks are
+// exactly those of the steps. *abs becomes the path that was opened.
+func (t *readTool) open(ctx context.Context, a *readArgs, abs *string) (io.ReadCloser, error) {
+	fi, r, ok := openChecked(ctx, t.fsys, *abs, ops.AccessRead)
+	if ok && r != nil {
+		return r, nil
+	}
+	if ok {
+		// Only regular files are read: a FIFO or a device never ends.
+		if kind := irregularKind(fi); kind != "" {
+			return nil, errNotRegular("read", a.Path, kind)
+		}
+		// A directory: the steps below say EISDIR.
+	}
+	// One round trip when the file is there; pi's path fallbacks only when
+	// it is missing.
+	if err := t.fsys.Access(ctx, *abs, ops.AccessRead); err != nil {
+		alt := *abs
+		if ops.ErrnoOf(err) == ops.ENOENT && !errors.Is(err, ops.ErrTransport) {
+			alt = resolveReadPath(ctx, t.fsys, *abs)
+		}
+		if alt == *abs {
+			return nil, nodeErr(err, "access", *abs)
+		}
+		*abs = alt
+		if err := t.fsys.Access(ctx, *abs, ops.AccessRead); err != nil {
+			return nil, nodeErr(err, "access", *abs)
+		}
+	}
+	fi, err := t.fsys.Stat(ctx, *abs)
+	if err != nil {
+		return nil, readErr(err, *abs)
+	}
+	if kind := irregularKind(fi); kind != "" {
+		return nil, errNotRegular("read", a.Path, kind)
+	}
+	r, err = t.fsys.Open(ctx, *abs)
+	if err != nil {
+		return nil, readErr(err, *abs)
+	}
+	return r, nil
+}
+
+// openChecked is ops.CheckedOpenFS's one-step open when fsys has it; ok is
+// false when it has not or the open failed (the caller then takes the
+// steps, which say exactly what failed).
+func openChecked(ctx context.Context, fsys ops.FS, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, bool) {
+	co, ok := fsys.(ops.CheckedOpenFS)
+	if !ok {
+		return nil, nil, false
+	}
+	fi, r, err := co.OpenChecked(ctx, name, mode)
+	if err != nil {
+		return nil, nil, false
+	}
+	return fi, r, true
 }
 
 // formatRead builds pi's text result from a scan; endLine is pi's
@@ -191,4 +243,76 @@ func jsNumber(f float64) string {
 		return strconv.FormatFloat(f, 'g', -1, 64)
 	}
 	return strconv.FormatFloat(f, 'f', -1, 64)
+}
+
+// resumableReader reads name from r; after pause (which closes r), the next
+// Read opens name again and skips to where it was.
+type resumableReader struct {
+	ctx  context.Context
+	fsys ops.FS
+	name string
+	r    io.ReadCloser // nil while paused
+	pos  int64
+
+	// With capture set, the bytes read are kept (up to memoFileMax) for
+	// whole.
+	capture  bool
+	seen     []byte
+	over     bool // more than memoFileMax bytes came
+	eof      bool
+	reopened bool
+}
+
+// whole returns the file's content when the reader saw all of it in one
+// stream (captured, to its end, not reopened).
+func (rr *resumableReader) whole() ([]byte, bool) {
+	return rr.seen, rr.capture && rr.eof && !rr.over && !rr.reopened
+}
+
+func (rr *resumableReader) Read(p []byte) (int, error) {
+	n, err := rr.read(p)
+	if rr.capture && !rr.over {
+		if len(rr.seen)+n > memoFileMax {
+			rr.over, rr.seen = true, nil
+		} else {
+			rr.seen = append(rr.seen, p[:n]...)
+		}
+	}
+	if err == io.EOF {
+		rr.eof = true
+	}
+	return n, err
+}
+
+func (rr *resumableReader) read(p []byte) (int, error) {
+	if rr.r == nil {
+		rr.reopened = true
+		r, err := rr.fsys.Open(rr.ctx, rr.name)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := io.CopyN(io.Discard, r, rr.pos); err != nil {
+			r.Close()
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the file shrank under the read
+			}
+			return 0, err
+		}
+		rr.r = r
+	}
+	n, err := rr.r.Read(p)
+	rr.pos += int64(n)
+	return n, err
+}
+
+func (rr *resumableReader) pause() {
+	if rr.r != nil {
+		rr.r.Close()
+		rr.r = nil
+	}
+}
+
+func (rr *resumableReader) Close() error {
+	rr.pause()
+	return nil
 }

@@ -54,9 +54,24 @@ func (t *writeTool) Execute(ctx context.Context, _ string, args map[string]any, 
 	// after it), so an aborted write releases the queue only once its write
 	// settled; the abort is checked between the steps (pi's contract: the
 	// file may be written and the call still report "Operation aborted").
+	data := []byte(a.Content)
 	err := t.q.Do(ctx, abs, func() error {
 		if err := checkAbort(ctx); err != nil {
 			return err
+		}
+		// One round trip where the backend has it; on any failure the
+		// steps below run one by one, which says which one failed.
+		if wp, ok := t.fsys.(ops.WriteParentsFS); ok {
+			wctx, stop := settleCtx(ctx)
+			err := wp.WriteFileParents(wctx, abs, data, 0o644)
+			stop()
+			if err == nil {
+				t.q.memo.put(abs, data)
+				return checkAbort(ctx)
+			}
+			if err := checkAbort(ctx); err != nil {
+				return err
+			}
 		}
 		dir := path.Dir(abs)
 		if err := t.fsys.MkdirAll(ctx, dir, 0o755); err != nil {
@@ -79,9 +94,11 @@ func (t *writeTool) Execute(ctx context.Context, _ string, args map[string]any, 
 		}
 		wctx, stop := settleCtx(ctx)
 		defer stop()
-		if err := t.fsys.WriteFile(wctx, abs, []byte(a.Content), 0o644); err != nil {
+		if err := t.fsys.WriteFile(wctx, abs, data, 0o644); err != nil {
+			t.q.memo.drop(abs)
 			return nodeErr(err, "open", abs)
 		}
+		t.q.memo.put(abs, data)
 		return checkAbort(ctx)
 	})
 	if err != nil {

@@ -81,8 +81,11 @@ func (e *doctorEnv) close() {
 // runDoctor is `pi-sandbox doctor`: one line per check; exit 1 when one
 // failed.
 func runDoctor(ctx context.Context, args []string, io stdio) int {
+	if len(args) > 0 && strings.HasPrefix(strings.TrimLeft(args[0], "-"), "backend") {
+		return doctorK8s(ctx, args, io)
+	}
 	if len(args) > 0 {
-		fmt.Fprintln(io.err, "usage: pi-sandbox doctor")
+		fmt.Fprintln(io.err, "usage: pi-sandbox doctor [--backend k8s ...]")
 		if args[0] == "-h" || args[0] == "--help" {
 			return 0
 		}

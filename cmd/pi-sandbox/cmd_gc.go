@@ -28,8 +28,16 @@ func runGC(ctx context.Context, args []string, io stdio) int {
 	all := fs.Bool("all", false, "remove every pi-sandbox container, running sandboxes included")
 	maxAge := fs.Duration("max-age", 24*time.Hour, "age after which an ephemeral container from another host counts as leaked")
 	killRunsc := fs.Bool("kill-runsc-orphans", false, "kill runsc-sandbox/runsc-gofer processes whose container the engine no longer lists (any owner's)")
+	var kf k8sFlags
+	kf.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !kf.check("gc", io) {
+		return 2
+	}
+	if kf.backend == "k8s" {
+		return gcK8s(ctx, &kf, *all, *maxAge, io)
 	}
 	cli, err := docker.NewClient()
 	if err != nil {

@@ -20,8 +20,16 @@ func runLs(ctx context.Context, args []string, io stdio) int {
 	fs := flag.NewFlagSet("ls", flag.ContinueOnError)
 	fs.SetOutput(io.err)
 	quiet := fs.Bool("q", false, "print ids only")
+	var kf k8sFlags
+	kf.register(fs)
 	if code, ok := parseFlags(fs, args); !ok {
 		return code
+	}
+	if !kf.check("ls", io) {
+		return 2
+	}
+	if kf.backend == "k8s" {
+		return lsK8s(ctx, &kf, *quiet, io)
 	}
 	cli, err := docker.NewClient()
 	if err != nil {

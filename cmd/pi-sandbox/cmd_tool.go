@@ -59,6 +59,7 @@ func runTool(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintf(io.err, "pi-sandbox tool: %v\n", res.Err)
 		return 1
 	}
+	dropDeadSpillPath(f.cfg, res)
 	out, err := loop.MarshalNoEscape(res)
 	if err != nil {
 		fmt.Fprintf(io.err, "pi-sandbox tool: %v\n", err)

@@ -10,16 +10,20 @@ import (
 )
 
 func init() {
-	register("up", &command{summary: "start a long-lived hardened sandbox container and print its id", run: runUp})
+	register("up", &command{summary: "start a long-lived hardened sandbox container (or pod) and print its id (name)", run: runUp})
 }
 
 // runUp is `pi-sandbox up [flags]`: the container stays until `down` (or
-// `gc --all`); use it with --backend docker --container ID.
+// `gc --all`); use it with --backend docker --container ID. Its CLI calls
+// share one long-lived helper (started by the first), so what a call leaves
+// running in the background lives until down.
 func runUp(ctx context.Context, args []string, io stdio) int {
 	fs := flag.NewFlagSet("up", flag.ContinueOnError)
 	fs.SetOutput(io.err)
 	var cfg docker.Config
 	var mounts, labels multiFlag
+	var kf k8sFlags
+	kf.register(fs)
 	fs.StringVar(&cfg.Image, "image", "pi-sandbox/debian", "image (local; nothing is pulled — see `pi-sandbox image build`)")
 	fs.StringVar(&cfg.WorkDir, "workdir", "", "working directory in the container (default /workspace, a fresh volume)")
 	fs.StringVar(&cfg.User, "user", "", "UID:GID (default 1000:1000)")
@@ -32,7 +36,7 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 	fs.BoolVar(&cfg.AllowNetwork, "allow-network", false, "relaxation: attach to the engine's default network (default: none)")
 	fs.BoolVar(&cfg.WritableRootfs, "writable-rootfs", false, "relaxation: writable root file system")
 	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nflags:")
+		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nThe sandbox stays until `pi-sandbox down ID`; use it with --backend docker --container ID.\nIts calls share one helper: background processes a call leaves running live until down.\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if code, ok := parseFlags(fs, args); !ok {
@@ -41,6 +45,12 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 	if fs.NArg() != 0 {
 		fmt.Fprintln(io.err, "pi-sandbox up: unexpected arguments:", fs.Args())
 		return 2
+	}
+	if !kf.check("up", io) {
+		return 2
+	}
+	if kf.backend == "k8s" {
+		return upK8s(ctx, &kf, cfg.Image, cfg.WorkDir, cfg.User, mounts, labelMap(labels), io)
 	}
 	for _, m := range mounts {
 		pm, err := docker.ParseMount(m)
@@ -68,6 +78,18 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 	}
 	fmt.Fprintln(io.out, id)
 	return 0
+}
+
+// labelMap turns KEY=VALUE flags into a map (bad entries are skipped
+// here; runUp reports them for docker).
+func labelMap(labels []string) map[string]string {
+	m := map[string]string{}
+	for _, l := range labels {
+		if k, v, ok := strings.Cut(l, "="); ok && k != "" {
+			m[k] = v
+		}
+	}
+	return m
 }
 
 // multiFlag is a repeatable string flag.

@@ -110,6 +110,9 @@ func ensureDebs(cfg config) (string, error) {
 	debs, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
 	tmp := root + ".tmp"
 	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil { // dpkg -x makes no parents
+		return "", fmt.Errorf("cluster: %w", err)
+	}
 	for _, d := range debs {
 		if err := run(dl, "dpkg", "-x", d, tmp); err != nil {
 			return "", err

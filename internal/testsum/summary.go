@@ -117,10 +117,15 @@ func (s *summary) failed() bool {
 	return false
 }
 
+// backends are the summary's rows, in order.
+var backends = []string{"local", "docker", "ssh", "k8s"}
+
 // backendOf classifies a test by its package path and name.
 func backendOf(k testKey) string {
 	n := strings.ToLower(k.pkg + " " + k.name)
 	switch {
+	case strings.Contains(n, "k8s") || strings.Contains(n, "kube"):
+		return "k8s"
 	case strings.Contains(n, "ssh"):
 		return "ssh"
 	case strings.Contains(n, "docker") || strings.Contains(n, "container") || strings.Contains(n, "testcontainers"):
@@ -168,7 +173,7 @@ func (s *summary) table() map[string]*tally {
 		}
 	}
 	tab := map[string]*tally{}
-	for _, b := range []string{"local", "docker", "ssh"} {
+	for _, b := range backends {
 		tab[b] = &tally{reasons: map[string]int{}}
 	}
 	for _, k := range s.order {
@@ -198,7 +203,7 @@ func (s *summary) print(w io.Writer) {
 	tab := s.table()
 	fmt.Fprintln(w, "\n--- test summary, backend by backend")
 	var untested []string
-	for _, b := range []string{"local", "docker", "ssh"} {
+	for _, b := range backends {
 		c := tab[b]
 		fmt.Fprintf(w, "%-7s %5d passed, %d failed, %d skipped\n", b, c.passed, c.failed, c.skipped)
 		type rc struct {

@@ -54,7 +54,8 @@ func TestSummary(t *testing.T) {
 		"local       2 passed, 0 failed, 0 skipped\n",
 		"docker      0 passed, 0 failed, 1 skipped\n        skipped 1: no Docker engine: connection refused\n",
 		"ssh         0 passed, 0 failed, 1 skipped\n        skipped 1: no sshd: exec: \"sshd\": not found\n",
-		"verdict: PASS, but not fully tested: docker (no test ran), ssh (no test ran)",
+		"verdict: PASS, but not fully tested: docker (no test ran), ssh (no test ran), k8s (no test ran)",
+		"k8s         0 passed, 0 failed, 0 skipped\n",
 	} {
 		if !strings.Contains(sum.String(), want) {
 			t.Errorf("summary lacks %q:\n%s", want, sum.String())

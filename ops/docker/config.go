@@ -9,6 +9,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 // Labels put on everything this package creates, so gc and leak checks find
@@ -116,20 +117,11 @@ type Mount struct {
 
 // ParseMount parses HOST:TARGET[:ro].
 func ParseMount(s string) (Mount, error) {
-	parts := strings.Split(s, ":")
-	var m Mount
-	switch {
-	case len(parts) == 2:
-	case len(parts) == 3 && (parts[2] == "ro" || parts[2] == "rw"):
-		m.ReadOnly = parts[2] == "ro"
-	default:
-		return m, fmt.Errorf("docker: mount %q: want HOST:TARGET[:ro]", s)
+	src, dst, ro, err := target.ParseMount(s)
+	if err != nil {
+		return Mount{}, fmt.Errorf("docker: %w", err)
 	}
-	m.Source, m.Target = parts[0], parts[1]
-	if !path.IsAbs(m.Source) || !path.IsAbs(m.Target) {
-		return m, fmt.Errorf("docker: mount %q: both paths must be absolute", s)
-	}
-	return m, nil
+	return Mount{Source: src, Target: dst, ReadOnly: ro}, nil
 }
 
 // Errors from New for a bad configuration.

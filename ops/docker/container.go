@@ -2,6 +2,8 @@ package docker
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -16,6 +18,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 // Labels recording who created an ephemeral container, so gc can tell a
@@ -24,6 +27,12 @@ const (
 	LabelHost = "pi-sandbox.host"
 	LabelPID  = "pi-sandbox.pid"
 )
+
+// LabelHelperKey holds an Up sandbox's helper key: a random secret the
+// clients read from the engine (processes in the container cannot) and the
+// helper daemon must prove, so a process of the sandbox user listening on
+// the daemon's socket in its place is never trusted.
+const LabelHelperKey = "pi-sandbox.helper-key"
 
 // keepAlive is PID 1's child: it only has to stay up. The trap lets a stop
 // end it at once even without an init.
@@ -122,6 +131,11 @@ func hardenedSpec(cfg *Config, kind string, ncpu int) (*container.Config, *conta
 		host, _ := os.Hostname()
 		labels[LabelHost] = host
 		labels[LabelPID] = strconv.Itoa(os.Getpid())
+	}
+	if kind == KindSandbox {
+		var k [32]byte
+		rand.Read(k[:])
+		labels[LabelHelperKey] = hex.EncodeToString(k[:])
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    "none",
@@ -339,24 +353,9 @@ func (c *Config) fillImageDefaults() {
 	if c.WorkDir == "" {
 		c.WorkDir = DefaultWorkDir
 	}
-	switch {
-	case c.Memory == 0:
-		c.Memory = DefaultMemory
-	case c.Memory < 0:
-		c.Memory = 0
-	}
-	switch {
-	case c.CPUs == 0:
-		c.CPUs = DefaultCPUs
-	case c.CPUs < 0:
-		c.CPUs = 0
-	}
-	switch {
-	case c.PidsLimit == 0:
-		c.PidsLimit = DefaultPidsLimit
-	case c.PidsLimit < 0:
-		c.PidsLimit = 0
-	}
+	c.Memory = target.Limit(c.Memory, DefaultMemory)
+	c.CPUs = target.Limit(c.CPUs, DefaultCPUs)
+	c.PidsLimit = target.Limit(c.PidsLimit, DefaultPidsLimit)
 	if c.TmpSize <= 0 {
 		c.TmpSize = DefaultTmpSize
 	}

@@ -11,6 +11,16 @@
 // Close removes with its volumes, or uses an existing container as it is
 // ([Config.Container]). Images are never pulled (see package images).
 //
+// A container [Up] created (labels LabelManaged and LabelKind "sandbox")
+// is an up sandbox: every backend opened on it shares one long-lived
+// helper, a daemon in the container (`__shim serve --listen`) reached
+// through `__shim relay` over each backend's one exec, so background
+// processes outlive the backend that started them until [Down]; the
+// sandbox's directory is /var/lib/pi-sandbox/up-UID in the up volume,
+// shared and kept by Close; the relay trusts only a daemon proving the
+// helper key of the LabelHelperKey label. On any other container a
+// backend's helper, and what it keeps running, end with Close.
+//
 // # Commands
 //
 // Run follows DESIGN §3/§4: ExecCreate, then ExecAttach (which starts the
@@ -34,6 +44,13 @@
 // (that is PID 1's): Run compares the cgroup's oom_kill counter
 // (memory.events on cgroup v2, memory.oom_control on v1) and sets
 // ExitError.OOMKilled.
+//
+// # The fallback
+//
+// Without the in-target helper (no shim, Config.NoHelper, a helper that
+// would not start) every operation is one exec: the scripts and the
+// command wrapper of ops/internal/execops over this package's exec
+// primitive (execer.go); ops/internal/dispatch picks the helper or them.
 //
 // # Files
 //

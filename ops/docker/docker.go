@@ -5,7 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"path"
+	"io"
 	"strconv"
 	"strings"
 	"sync"
@@ -14,16 +14,15 @@ import (
 	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/spillkey"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/execops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
-var (
-	_ ops.Backend     = (*Backend)(nil)
-	_ ops.LineCountFS = (*Backend)(nil)
-)
+var _ ops.Backend = (*Backend)(nil)
 
 // Backend runs tools in a container through the Engine API.
 type Backend struct {
@@ -31,6 +30,8 @@ type Backend struct {
 	closeCli  func()
 	id        string // container id
 	ephemeral bool   // we created the container; Close removes it
+	up        bool   // an `up` sandbox: one long-lived helper daemon serves every client
+	helperKey string // the up sandbox's helper key (LabelHelperKey), "" without
 	user      string // exec user ("" = the container's)
 	env       []string
 	info      ops.Info
@@ -40,7 +41,9 @@ type Backend struct {
 	oomProbe  string // shellproc.Spec.Probe reading the oom_kill counter
 	oomFile   string
 	h         *helper.Client // the in-target helper; nil: the scripts serve
-	sf        *shimFile      // the host's shim binary, for a re-upload
+	x         *execops.Ops   // the scripts: one exec per operation
+	dispatcher
+	sf *shimFile // the host's shim binary, for a re-upload
 
 	closeOnce sync.Once
 	closeErr  error
@@ -62,6 +65,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{cli: cli, closeCli: closeCli}
+	b.initOps()
 	if _, err := Ping(ctx, cli); err != nil {
 		closeCli()
 		return nil, err
@@ -88,6 +92,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, fmt.Errorf("docker: container %q is not running", cfg.Container)
 		}
 		b.id, b.user = res.Container.ID, cfg.User
+		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
+			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
+		}
 		if cfg.WorkDir == "" && res.Container.Config != nil {
 			cfg.WorkDir = res.Container.Config.WorkingDir
 		}
@@ -105,10 +112,17 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 
 // probeScript prints key=value lines about the target and prepares the
 // sandbox directory. $1 is the working directory, $2 the preferred state
-// directory (empty for an existing container), $3 a random suffix, $4 the
+// directory (empty for a foreign container), $3 a random suffix, $4 the
 // shim's content-addressed file name (empty without a shim): an upload
-// from an earlier sandbox in this container is reused.
-const probeScript = `
+// from an earlier sandbox in this container is reused. $5 "up": the
+// sandbox directory is the one every client of an `up` sandbox shares
+// (up-UID, mode 0700: the helper daemon's socket, spill files and
+// background logs stay there until down), else a fresh one per client.
+// $6 the spill key (empty for an ephemeral container, whose spill
+// directory is its own). $7, when set, the helper's arguments after the
+// binary ("@dir" for its directory in the sandbox directory): the exec goes
+// on as the helper when the shim is there (probeServe).
+var probeScript = spillkey.Script + `
 echo "uid=$(id -u)"; echo "gid=$(id -g)"; echo "user=$(id -un 2>/dev/null)"
 echo "home=$HOME"; echo "arch=$(uname -m)"; echo "os=$(uname -s)"
 for s in /bin/bash /usr/bin/bash; do if [ -x "$s" ]; then echo "shell=$s"; break; fi; done
@@ -117,7 +131,14 @@ elif [ -f /sys/fs/cgroup/memory/memory.oom_control ]; then echo oom=/sys/fs/cgro
 [ -d "$1" ] && echo workdir=ok
 [ -w "$1" ] && echo workdir_w=ok
 st=
-if [ -n "$2" ] && mkdir -p "$2/sb-$3" 2>/dev/null; then st=$2/sb-$3
+own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && chmod 700 "$1" 2>/dev/null; }
+if [ "$5" = up ]; then
+  for base in "$2" /var/tmp /tmp "$HOME"; do
+    [ -n "$base" ] || continue
+    d=$base/pi-sandbox-up-$(id -u); [ "$base" = "$2" ] && d=$base/up-$(id -u)
+    mkdir -m 700 "$d" 2>/dev/null; if own "$d"; then st=$d; break; fi
+  done
+elif [ -n "$2" ] && mkdir -p "$2/sb-$3" 2>/dev/null; then st=$2/sb-$3
 else
   for base in /var/tmp /tmp "$HOME"; do
     if [ -d "$base" ] && [ -w "$base" ] && mkdir -m 700 "$base/pi-sandbox-$3" 2>/dev/null; then st=$base/pi-sandbox-$3; break; fi
@@ -127,14 +148,34 @@ if [ -n "$st" ] && mkdir -p "$st/spill" "$st/run"; then
   echo "state=$st"
   fs=$(stat -f -c %T "$st" 2>/dev/null); echo "statefs=$fs"
 fi
+# The spill directory of an existing container outlives the call, keyed by
+# the working directory ($6, spillkey).
+# An up sandbox's keyed spill directories are in its up directory.
+if [ -n "$6" ]; then
+  if [ "$5" = up ] && [ -n "$st" ]; then bases=$st; else bases="` + DefaultStateDir + ` /var/tmp /tmp"; fi
+  for base in $bases "$HOME"; do
+    if [ -d "$base" ] && [ -w "$base" ] && sp=$(spill_dir "$base" "$6"); then echo "spill=$sp"; break; fi
+  done
+fi
 # A shim uploaded by root: in a root-owned directory of /tmp (sticky), so
 # the sandbox user can neither replace nor move it.
 if [ -n "$4" ]; then
   for d in /tmp/pi-sandbox-bin.*; do
     sp=$d/$4
     [ "$(stat -c %u:%a "$d" 2>/dev/null)" = 0:755 ] && [ "$(stat -c %u:%a "$sp" 2>/dev/null)" = 0:755 ] || continue
-    if "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; break; fi
+    # A helper about to start from it needs no check first: one that will
+    # not serve is uploaded again (the client's Restore).
+    if [ -n "$7" ] || "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; shim=$sp; break; fi
   done
+fi
+if [ -n "$7" ]; then
+  if [ -n "$shim" ] && [ -n "$st" ]; then
+    # The helper's arguments, "@dir" standing for its directory.
+    set -f; set -- $7; set +f
+    for w do shift; [ "$w" = @dir ] && w=$st/helper; set -- "$@" "$w"; done
+    echo ` + helper.ServeMarker + `; exec "$shim" "$@"
+  fi
+  echo ` + helper.ProbeDoneMarker + `
 fi
 true
 `
@@ -143,24 +184,64 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	suffix := hex.EncodeToString(rnd[:])
-	stateBase := ""
-	if b.ephemeral {
+	stateBase, mode := "", ""
+	if b.ephemeral || b.up {
 		stateBase = DefaultStateDir
 	}
+	if b.up {
+		mode = "up"
+	}
 	sf := readShim(cfg)
-	args := []string{cfg.WorkDir, stateBase, suffix, sf.name}
+	// The spill directory of an existing container is keyed by the
+	// working directory (an up sandbox's under its up directory, until
+	// down); an ephemeral container's is its own.
+	key := ""
+	if !b.ephemeral {
+		key = spillkey.Key("docker:"+b.id, cfg.WorkDir)
+	}
+	// Where the helper will serve a sandbox of its own, the probe's exec
+	// becomes it (one exec for the session's start instead of two).
+	serve := ""
+	if !cfg.NoHelper && sf.err == nil && sf.name != "" {
+		serve = strings.Join(b.helperArgs("@dir"), " ")
+	}
+	args := []string{cfg.WorkDir, stateBase, suffix, sf.name, mode, key, serve}
 	for i, a := range args {
 		args[i] = shellproc.Quote(a)
 	}
-	res, err := b.script(ctx, "set -- "+strings.Join(args, " ")+"\n"+probeScript, nil)
-	if err != nil {
-		return fmt.Errorf("docker: probe: %w", err)
-	}
-	if res.code != 0 {
-		return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
+	script := "set -- " + strings.Join(args, " ") + "\n" + probeScript
+	var out []byte
+	var open io.ReadWriteCloser // the probe's exec gone on as the helper
+	if serve != "" {
+		o, s, err := b.probeServe(ctx, script)
+		if err != nil {
+			return fmt.Errorf("docker: probe: %w", err)
+		}
+		out = o
+		if s != nil && b.up && b.helperKey != "" && helper.WriteRelayKey(s.p.hj.Conn, b.helperKey) != nil {
+			s.Close()
+			s = nil
+		}
+		if s != nil {
+			open = s
+			defer func() {
+				if open != nil { // an error before the helper's start
+					open.Close()
+				}
+			}()
+		}
+	} else {
+		res, err := b.script(ctx, script, nil)
+		if err != nil {
+			return fmt.Errorf("docker: probe: %w", err)
+		}
+		if res.code != 0 {
+			return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
+		}
+		out = res.stdout
 	}
 	kv := map[string]string{}
-	for _, l := range strings.Split(string(res.stdout), "\n") {
+	for _, l := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			kv[k] = v
 		}
@@ -185,7 +266,7 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if info.Home == "" {
 		info.Home = "/"
 	}
-	if !b.ephemeral {
+	if !b.ephemeral && !b.up {
 		info.Limits = append(info.Limits, "an existing container is used as it is: the hardened profile is whatever it was started with")
 	}
 	if kv["workdir"] != "ok" {
@@ -202,7 +283,16 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "the spill directory is on a tmpfs (memory-backed)")
 	}
 	b.runDir = b.stateDir + "/run"
-	info.SpillDir = b.stateDir + "/spill"
+	switch {
+	case kv["spill"] != "":
+		info.SpillDir = kv["spill"]
+	case b.ephemeral:
+		info.SpillDir = b.stateDir + "/spill"
+		info.Limits = append(info.Limits, "the spill directory is the ephemeral container's: full outputs go with it")
+	default:
+		info.SpillDir = b.stateDir + "/spill"
+		info.Limits = append(info.Limits, "no private spill directory (0700, the sandbox user's) could be made: full outputs are removed with this sandbox")
+	}
 	if f := kv["oom"]; f != "" {
 		b.oomFile = f
 		b.oomProbe = `while read k v; do [ "$k" = oom_kill ] && pv=$v; done < ` + shellproc.Quote(f)
@@ -211,8 +301,10 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	}
 	b.info = info
 	b.sf = sf
+	b.x.SetTarget(execops.Target{WorkDir: info.WorkDir, Shell: info.Shell, Env: b.env, RunDir: b.runDir, Shim: func() string { return b.shimPath }, OOMProbe: b.oomProbe})
 	b.setupShim(ctx, sf, kv["shim"])
-	b.startHelper(ctx, cfg)
+	b.startHelper(ctx, cfg, open)
+	open = nil
 	return nil
 }
 
@@ -228,8 +320,9 @@ func (b *Backend) Info() ops.Info {
 func (b *Backend) ID() string { return b.id }
 
 // Close removes the ephemeral container with its volumes, or the
-// sandbox's own directory in an existing container. It is safe to call
-// twice.
+// sandbox's own directory in an existing container (not in an `up`
+// sandbox, whose directory and helper daemon stay until down). It is safe
+// to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		if b.h != nil {
@@ -237,7 +330,9 @@ func (b *Backend) Close() error {
 		}
 		if b.ephemeral {
 			b.closeErr = removeContainer(b.cli, b.id)
-		} else if b.stateDir != "" {
+		} else if b.stateDir != "" && !b.up {
+			// An up sandbox's directory is shared by its clients and
+			// its daemon: it goes with the container (down).
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			res, err := b.script(ctx, "rm -rf "+shellproc.Quote(b.stateDir), nil)
 			cancel()
@@ -284,13 +379,6 @@ func (b *Backend) containerRunning(ctx context.Context) bool {
 	return err == nil && res.Container.State != nil && res.Container.State.Running && !res.Container.State.Paused
 }
 
-// newCallID names per-call files.
-func newCallID() string {
-	var rnd [8]byte
-	rand.Read(rnd[:])
-	return hex.EncodeToString(rnd[:])
-}
-
 func atoiOr(s string, def int) int {
 	n, err := strconv.Atoi(s)
 	if err != nil {
@@ -310,12 +398,4 @@ func cloneMap(m map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// validPath checks the ops path grammar: absolute and clean.
-func validPath(op, name string) error {
-	if !path.IsAbs(name) || path.Clean(name) != name {
-		return ops.PathError(op, name, ops.EINVAL)
-	}
-	return nil
 }

@@ -1,14 +1,9 @@
 package docker
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
@@ -87,120 +82,4 @@ func (p *proc) inspect(ctx context.Context) (running bool, code int, err error) 
 		return false, 0, p.b.engineErr("exec inspect", err)
 	}
 	return r.Running, r.ExitCode, nil
-}
-
-// closeAfterExit closes the stream when the exec has ended but its stream
-// has not: under load an attach connection was seen to stay open after
-// its process exited, which hung the call. Only for callers that drain the
-// stream as it arrives (script), so that closing it loses nothing.
-func (p *proc) closeAfterExit(ctx context.Context) {
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-p.done:
-			return
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if running, _, err := p.inspect(ctx); err != nil || running {
-			continue
-		}
-		select {
-		case <-p.done:
-		case <-ctx.Done():
-		case <-time.After(2 * time.Second):
-			p.closeStream()
-		}
-		return
-	}
-}
-
-// waitExit polls ExecInspect until the exec is no longer running (the
-// stream can end before the daemon records the exit).
-func (p *proc) waitExit(ctx context.Context) (int, error) {
-	delay := time.Millisecond
-	for {
-		running, code, err := p.inspect(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if !running {
-			return code, nil
-		}
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(delay):
-		}
-		delay = min(delay*2, 50*time.Millisecond)
-	}
-}
-
-// rcPrefix marks the status line the file scripts print on stderr, which
-// saves an ExecInspect round trip.
-const rcPrefix = "pi-sandbox-rc "
-
-// scriptResult is the outcome of a short script.
-type scriptResult struct {
-	stdout []byte
-	stderr string // without the status line
-	code   int
-}
-
-// script runs body with /bin/sh -c, feeding stdin when not nil, and
-// collects its output. body must not call exit: its last status is
-// reported on stderr.
-func (b *Backend) script(ctx context.Context, body string, stdin io.Reader) (*scriptResult, error) {
-	return b.scriptAs(ctx, false, body, stdin)
-}
-
-// scriptAs is script, as root when root is set.
-func (b *Backend) scriptAs(ctx context.Context, root bool, body string, stdin io.Reader) (*scriptResult, error) {
-	var out, errb bytes.Buffer
-	p, err := b.start(ctx, execSpec{
-		root:   root,
-		argv:   []string{"/bin/sh", "-c", "f() {\n" + body + "\n}\nf; echo \"" + rcPrefix + "$?\" >&2"},
-		stdin:  stdin != nil,
-		stdout: &out,
-		stderr: &errb,
-	})
-	if err != nil {
-		return nil, err
-	}
-	defer p.closeStream()
-	stop := context.AfterFunc(ctx, p.closeStream)
-	defer stop()
-	if stdin != nil {
-		go func() {
-			io.Copy(p.hj.Conn, stdin)
-			p.closeStdin()
-		}()
-	}
-	go p.closeAfterExit(ctx)
-	<-p.done
-	if ctx.Err() != nil {
-		return nil, context.Cause(ctx)
-	}
-	res := &scriptResult{stdout: out.Bytes()}
-	stderr := errb.String()
-	if i := strings.LastIndex(stderr, rcPrefix); i >= 0 {
-		code, err := strconv.Atoi(strings.TrimSpace(stderr[i+len(rcPrefix):]))
-		if err == nil {
-			res.code, res.stderr = code, stderr[:i]
-			return res, nil
-		}
-	}
-	// No status line: the shell died (or the container did).
-	res.stderr = stderr
-	code, err := p.waitExit(ctx)
-	if err != nil {
-		return nil, err
-	}
-	if code == 0 {
-		return nil, b.goneErr(errors.New("script ended without its status line"))
-	}
-	res.code = code
-	return res, nil
 }

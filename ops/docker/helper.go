@@ -1,11 +1,11 @@
 package docker
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/dispatch"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
@@ -25,6 +26,7 @@ import (
 var (
 	_ ops.GrepFS        = (*Backend)(nil)
 	_ ops.FindFS        = (*Backend)(nil)
+	_ ops.LineCountFS   = (*Backend)(nil)
 	_ ops.ReplaceFS     = (*Backend)(nil)
 	_ ops.Confiner      = (*Backend)(nil)
 	_ ops.ProcessLister = (*Backend)(nil)
@@ -35,7 +37,10 @@ const pausedPoll = 200 * time.Millisecond
 
 // startHelper starts the helper; on failure the scripts serve and
 // Info.Limits says why.
-func (b *Backend) startHelper(ctx context.Context, cfg *Config) {
+//
+// open is the probe's exec gone on as the helper, or nil; the probe makes
+// one only where the helper is to start, and helper.New takes it.
+func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWriteCloser) {
 	switch {
 	case cfg.NoHelper:
 		b.info.Limits = append(b.info.Limits, "no helper (disabled): each operation costs one exec")
@@ -47,8 +52,9 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config) {
 	h, err := helper.New(ctx, helper.Config{
 		Name:    "docker",
 		Dial:    b.dialHelper,
+		Open:    open,
 		Restore: b.restoreHelper,
-		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground},
+		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground, OOMCounter: true},
 	})
 	if err != nil {
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each operation costs one exec")
@@ -63,32 +69,92 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config) {
 	}
 }
 
-// dialHelper starts `SHIM __shim serve` in one exec and returns its stdio.
-// It never starts an exec into a paused container (that can freeze runc's
-// init inside the frozen cgroup): it waits for the unpause until ctx ends.
+// helperArgv is the helper's command line: in an `up` sandbox the relay to
+// its long-lived daemon (which owns background processes until down; a
+// lost client loses only its calls in flight), else a helper of its own
+// that ends with this backend.
+func (b *Backend) helperArgv() []string {
+	return append([]string{b.shimPath}, b.helperArgs(b.stateDir+"/helper")...)
+}
+
+// helperArgs is helperArgv after the binary, dir the helper's directory
+// in the sandbox directory (an up sandbox's daemon socket is there).
+func (b *Backend) helperArgs(dir string) []string {
+	if b.up {
+		return helper.RelayArgs(dir, b.helperKey)
+	}
+	return []string{"__shim", "serve"}
+}
+
+// dialHelper starts the helper (helperArgv) in one exec and returns its
+// stdio. It never starts an exec into a paused container (that can freeze
+// runc's init inside the frozen cgroup): it waits for the unpause until
+// ctx ends.
 func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err := b.waitUnpaused(ctx); err != nil {
 		return nil, err
 	}
 	pr, pw := io.Pipe()
 	st := helper.NewTailBuffer(4 << 10)
-	p, err := b.start(ctx, execSpec{argv: []string{b.shimPath, "__shim", "serve"}, stdin: true, stdout: pw, stderr: st})
+	p, err := b.start(ctx, execSpec{argv: b.helperArgv(), stdin: true, stdout: pw, stderr: st})
 	if err != nil {
 		pw.Close()
 		return nil, err
 	}
-	go func() {
-		<-p.done
-		err := p.err
-		if err == nil {
-			err = io.EOF
-			if s := strings.TrimSpace(st.String()); s != "" {
-				err = fmt.Errorf("helper exited: %s: %w", s, io.EOF)
-			}
+	go endPipe(p, pw, st, "helper exited")
+	if b.up && b.helperKey != "" {
+		// The relay accepts only a daemon proving the sandbox's key
+		// (from our label: nothing in the container can read it).
+		if err := helper.WriteRelayKey(p.hj.Conn, b.helperKey); err != nil {
+			p.closeStream()
+			pw.Close()
+			return nil, err
 		}
-		pw.CloseWithError(err)
-	}()
-	return &execStream{p: p, r: pr}, nil
+	}
+	return &execStream{p: p, r: pr, pr: pr}, nil
+}
+
+// endPipe ends pw when the exec's output has ended, with what the exec
+// said on stderr.
+func endPipe(p *proc, pw *io.PipeWriter, st *helper.TailBuffer, what string) {
+	<-p.done
+	err := p.err
+	if err == nil {
+		err = io.EOF
+		if s := strings.TrimSpace(st.String()); s != "" {
+			err = fmt.Errorf("%s: %s: %w", what, s, io.EOF)
+		}
+	}
+	pw.CloseWithError(err)
+}
+
+// probeServe runs the probe script in an exec that, when the script finds
+// the shim, goes on as the helper: a session's start costs one exec
+// instead of two. It returns what the probe printed, and the helper's
+// stream when it runs (helper.ReadProbe).
+func (b *Backend) probeServe(ctx context.Context, script string) ([]byte, *execStream, error) {
+	pr, pw := io.Pipe()
+	st := helper.NewTailBuffer(4 << 10)
+	p, err := b.start(ctx, execSpec{argv: []string{"/bin/sh", "-c", script}, stdin: true, stdout: pw, stderr: st})
+	if err != nil {
+		pw.Close()
+		return nil, nil, err
+	}
+	go endPipe(p, pw, st, "exited")
+	stop := context.AfterFunc(ctx, func() { pr.CloseWithError(context.Cause(ctx)) })
+	br := bufio.NewReader(pr)
+	out, serving, err := helper.ReadProbe(br)
+	if !stop() {
+		err = context.Cause(ctx)
+	} else if err != nil {
+		err = fmt.Errorf("the probe ended early: %w", err)
+	}
+	if err != nil || !serving {
+		p.closeStream()
+		pr.Close()
+		return out, nil, err
+	}
+	return out, &execStream{p: p, r: br, pr: pr}, nil
 }
 
 // restoreHelper brings back what a restart of the container may have lost
@@ -143,7 +209,8 @@ func (b *Backend) waitUnpaused(ctx context.Context) error {
 // execStream is the helper exec's stdio.
 type execStream struct {
 	p    *proc
-	r    *io.PipeReader
+	r    io.Reader      // the exec's stdout (from pr, or after the probe's lines)
+	pr   *io.PipeReader // the pipe under r
 	once sync.Once
 }
 
@@ -155,7 +222,7 @@ func (s *execStream) Write(p []byte) (int, error) { return s.p.hj.Conn.Write(p) 
 func (s *execStream) Close() error {
 	s.once.Do(func() {
 		s.p.closeStdin()
-		s.r.Close()
+		s.pr.Close()
 		go func() {
 			select {
 			case <-s.p.done:
@@ -167,90 +234,32 @@ func (s *execStream) Close() error {
 	return nil
 }
 
-// The operations: the helper's when it runs, else the scripts'.
+// The operations: the helper's when it runs, else the scripts'
+// (ops/internal/execops over execer).
 
-func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	if b.h != nil {
-		return b.h.Open(ctx, name)
-	}
-	return b.execOpen(ctx, name)
-}
+// dispatcher is embedded in Backend (an alias keeps the field unexported).
+type dispatcher = dispatch.Dispatcher
 
-func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
-	if b.h != nil {
-		return b.h.OpenWriter(ctx, name, flag, perm)
+// initOps sets up the fallback's operations and the dispatch to the helper.
+func (b *Backend) initOps() {
+	b.x = newExecOps(b)
+	b.dispatcher = dispatch.Dispatcher{
+		Helper: func() dispatch.Helper {
+			if b.h == nil {
+				return nil
+			}
+			return b.h
+		},
+		Fallback: b.x,
+		Owner:    b,
 	}
-	return b.execOpenWriter(ctx, name, flag, perm)
-}
-
-func (b *Backend) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
-	if b.h != nil {
-		return b.h.Stat(ctx, name)
-	}
-	return b.execStat(ctx, name)
-}
-
-func (b *Backend) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
-	if b.h != nil {
-		return b.h.Lstat(ctx, name)
-	}
-	return b.execLstat(ctx, name)
-}
-
-func (b *Backend) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	if b.h != nil {
-		return b.h.ReadDir(ctx, name)
-	}
-	return b.execReadDir(ctx, name)
-}
-
-func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	if b.h != nil {
-		return b.h.WriteFile(ctx, name, data, perm)
-	}
-	return b.execWriteFile(ctx, name, data, perm)
-}
-
-func (b *Backend) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
-	if b.h != nil {
-		return b.h.MkdirAll(ctx, name, perm)
-	}
-	return b.execMkdirAll(ctx, name, perm)
-}
-
-func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
-	if b.h != nil {
-		return b.h.RealPath(ctx, name)
-	}
-	return b.execRealPath(ctx, name)
-}
-
-func (b *Backend) Access(ctx context.Context, name string, mode ops.AccessMode) error {
-	if b.h != nil {
-		return b.h.Access(ctx, name, mode)
-	}
-	return b.execAccess(ctx, name, mode)
-}
-
-func (b *Backend) Remove(ctx context.Context, name string) error {
-	if b.h != nil {
-		return b.h.Remove(ctx, name)
-	}
-	return b.execRemove(ctx, name)
-}
-
-func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, error) {
-	if b.h != nil {
-		return b.h.CountLines(ctx, name)
-	}
-	return b.execCountLines(ctx, name)
 }
 
 func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if b.h != nil {
 		return b.pausedErr(b.h.Run(ctx, cmd))
 	}
-	return b.execRun(ctx, cmd)
+	return b.x.Run(ctx, cmd)
 }
 
 // pausedErr says so when a call that ended by its deadline (or a timeout)
@@ -267,49 +276,4 @@ func (b *Backend) pausedErr(err error) error {
 		return fmt.Errorf("docker: container %.12s is paused: %w", b.id, err)
 	}
 	return err
-}
-
-func (b *Backend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
-	if b.h != nil {
-		return b.h.Grep(ctx, q, fn)
-	}
-	return b.execGrep(ctx, q, fn)
-}
-
-func (b *Backend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) error) error {
-	if b.h != nil {
-		return b.h.Find(ctx, q, fn)
-	}
-	return b.execFind(ctx, q, fn)
-}
-
-// Processes lists the background processes the helper owns; without the
-// helper there are none (they die with their command).
-func (b *Backend) Processes(ctx context.Context) ([]ops.Process, error) {
-	if b.h != nil {
-		return b.h.Processes(ctx)
-	}
-	return nil, nil
-}
-
-// ReplaceFile replaces under the helper's lock; the scripts cannot
-// (ops.ErrUnsupported: the caller writes the file itself).
-func (b *Backend) ReplaceFile(ctx context.Context, name string, old, data []byte) error {
-	if b.h != nil {
-		return b.h.ReplaceFile(ctx, name, old, data)
-	}
-	return ops.ErrUnsupported
-}
-
-// Confine confines in the helper; the scripts cannot (ops.ErrUnsupported:
-// the sandbox then checks each path before the operation).
-func (b *Backend) Confine(ctx context.Context, roots []ops.Root) (ops.Backend, error) {
-	if b.h == nil {
-		return nil, ops.ErrUnsupported
-	}
-	v, err := b.h.Confine(ctx, roots)
-	if err != nil {
-		return nil, err
-	}
-	return helper.Owned(v, b.Info, b.Close), nil
 }

@@ -3,8 +3,6 @@ package docker
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -29,19 +27,11 @@ func readShim(cfg *Config) *shimFile {
 	if cfg.NoShim {
 		return &shimFile{err: fmt.Errorf("disabled")}
 	}
-	host := cfg.ShimBinary
-	if host == "" {
-		var err error
-		if host, err = shim.HostBinary(); err != nil {
-			return &shimFile{err: err}
-		}
-	}
-	data, err := os.ReadFile(host)
+	u, err := shim.ReadUpload(cfg.ShimBinary)
 	if err != nil {
-		return &shimFile{err: fmt.Errorf("read shim binary: %w", err)}
+		return &shimFile{err: err}
 	}
-	sum := sha256.Sum256(data)
-	return &shimFile{host: host, data: data, name: "pi-sandbox-shim-" + hex.EncodeToString(sum[:8])}
+	return &shimFile{host: u.Path, data: u.Data, name: u.Name()}
 }
 
 // setupShim records the shim the probe found (found is its path, "" when

@@ -31,6 +31,11 @@ type Config struct {
 	// stdin, which makes it kill every command and exit). Dial is called
 	// by New and again by the first call after the stream was lost.
 	Dial func(ctx context.Context) (io.ReadWriteCloser, error)
+	// Open, when set, is a stream to a helper already started (the exec
+	// or session that probed the target went on as the helper, see
+	// ReadProbe): New's first dial takes it instead of calling Dial, and
+	// closes it when the helper does not answer.
+	Open io.ReadWriteCloser
 	// Hello describes the sandbox to the helper (Version is filled in).
 	Hello proto.Hello
 	// Build, when set, is the hex SHA-256 the helper binary must have; a
@@ -45,6 +50,13 @@ type Config struct {
 	// OnLost, when set, is called once for each lost stream with the
 	// reason (for logs and tests).
 	OnLost func(error)
+	// Keepalive, when set, sends an HTTP/2 ping after that long without a
+	// frame from the helper, and drops the stream when three times as long
+	// passes without the answer. It keeps a helper started with `__shim
+	// serve --lease` alive (the lease must be several Keepalives), for
+	// transports that never tell the helper its client is gone
+	// (pods/exec). Zero: no pings (a paused container keeps its session).
+	Keepalive time.Duration
 }
 
 // ErrMismatch marks a helper of another build or protocol version.
@@ -58,12 +70,16 @@ type Client struct {
 }
 
 var (
-	_ ops.Backend     = (*Client)(nil)
-	_ ops.GrepFS      = (*Client)(nil)
-	_ ops.FindFS      = (*Client)(nil)
-	_ ops.LineCountFS = (*Client)(nil)
-	_ ops.ReplaceFS   = (*Client)(nil)
-	_ ops.Confiner    = (*Client)(nil)
+	_ ops.Backend           = (*Client)(nil)
+	_ ops.GrepFS            = (*Client)(nil)
+	_ ops.FindFS            = (*Client)(nil)
+	_ ops.LineCountFS       = (*Client)(nil)
+	_ ops.ReplaceFS         = (*Client)(nil)
+	_ ops.CheckedOpenFS     = (*Client)(nil)
+	_ ops.DirCheckingRunner = (*Client)(nil)
+	_ ops.SpillRunner       = (*Client)(nil)
+	_ ops.ListFS            = (*Client)(nil)
+	_ ops.Confiner          = (*Client)(nil)
 )
 
 // conn is what the views share: the current session and how to make the
@@ -72,6 +88,7 @@ type conn struct {
 	cfg  Config
 	sem  chan struct{}
 	info ops.Info
+	open io.ReadWriteCloser // Config.Open, until the first dial takes it
 
 	mu        sync.Mutex
 	sess      *session
@@ -89,7 +106,7 @@ type session struct {
 	once  sync.Once
 	err   error // why it died, set before dead is closed
 
-	mu   sync.Mutex
+	mu   sync.Mutex       // guards sets, and cc against kill while dialing
 	sets map[*rootSet]int // server-side ids of the root sets
 }
 
@@ -105,7 +122,8 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if n <= 0 {
 		n = DefaultMaxInFlight
 	}
-	c := &conn{cfg: cfg, sem: make(chan struct{}, n)}
+	c := &conn{cfg: cfg, sem: make(chan struct{}, n), open: cfg.Open}
+	c.cfg.Open = nil
 	s, err := c.dial(ctx)
 	if err != nil {
 		return nil, err
@@ -185,9 +203,13 @@ func (c *conn) dial(ctx context.Context) (*session, error) {
 }
 
 func (c *conn) dialOnce(ctx context.Context) (*session, error) {
-	rwc, err := c.cfg.Dial(ctx)
-	if err != nil {
-		return nil, err
+	rwc := c.open // only New's dial, before the conn is shared
+	c.open = nil
+	if rwc == nil {
+		var err error
+		if rwc, err = c.cfg.Dial(ctx); err != nil {
+			return nil, err
+		}
 	}
 	s := &session{rwc: rwc, dead: make(chan struct{}), sets: map[*rootSet]int{}}
 	nc := &streamConn{rwc: rwc, onClose: func(err error) { s.kill(err) }}
@@ -199,14 +221,30 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 		HTTP2: &http.HTTP2Config{
 			MaxReceiveBufferPerStream:     1 << 20,
 			MaxReceiveBufferPerConnection: 16 << 20,
+			// Large DATA frames: a command's output frames (up to 256 KiB)
+			// cross whole, in one write of the helper.
+			MaxReadFrameSize: 1 << 20,
 		},
+	}
+	if k := c.cfg.Keepalive; k > 0 {
+		t.HTTP2.SendPingTimeout = k
+		t.HTTP2.PingTimeout = 3 * k
 	}
 	cc, err := t.NewClientConn(ctx, "http", "helper:80")
 	if err != nil {
 		rwc.Close()
 		return nil, c.errorf("helper connection: %w: %w", ops.ErrTransport, err)
 	}
+	// The stream may already have failed: the read loop started inside
+	// NewClientConn, and kill must see cc or have run before it is set.
+	s.mu.Lock()
 	s.cc = cc
+	dead := !s.alive()
+	s.mu.Unlock()
+	if dead {
+		cc.Close()
+		return nil, c.errorf("helper connection: %w: %w", ops.ErrTransport, s.err)
+	}
 	c.cfg.Hello.Version = proto.Version
 	var reply proto.HelloReply
 	if err := s.callJSON(ctx, c, proto.PathHello, c.cfg.Hello, &reply); err != nil {
@@ -227,10 +265,13 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 // kill ends the session.
 func (s *session) kill(reason error) {
 	s.once.Do(func() {
+		s.mu.Lock()
 		s.err = reason
 		close(s.dead)
-		if s.cc != nil {
-			s.cc.Close()
+		cc := s.cc
+		s.mu.Unlock()
+		if cc != nil {
+			cc.Close()
 		}
 		s.rwc.Close()
 	})

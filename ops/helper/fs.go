@@ -190,6 +190,28 @@ func (cl *Client) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, erro
 	return out, nil
 }
 
+// ListDir stats and lists name, with what each link leads to, in one
+// round trip (ops.ListFS).
+func (cl *Client) ListDir(ctx context.Context, name string) (fs.FileInfo, []ops.ListEntry, error) {
+	r, err := cl.fsCall(ctx, &proto.FSRequest{Op: "listdir", Path: proto.Str(name)})
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.Info == nil {
+		return nil, nil, cl.c.errorf("helper: listdir %s: %w", name, ops.ErrUnsupported)
+	}
+	out := make([]ops.ListEntry, len(r.Entries))
+	for i, e := range r.Entries {
+		out[i] = ops.ListEntry{Name: string(e.Name), Mode: e.Mode, OK: true}
+	}
+	for _, t := range r.Targets {
+		if t.Index >= 0 && t.Index < len(out) {
+			out[t.Index].Mode, out[t.Index].OK = t.Mode, !t.Failed
+		}
+	}
+	return r.Info.FileInfo(), out, nil
+}
+
 func (cl *Client) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
 	_, err := cl.fsCall(ctx, &proto.FSRequest{Op: "mkdir", Path: proto.Str(name), Perm: uint32(perm)})
 	return err
@@ -231,6 +253,27 @@ func (cl *Client) Open(ctx context.Context, name string) (io.ReadCloser, error) 
 	return &reader{cl: cl, ctx: ctx, name: name, body: resp.Body, release: release}, nil
 }
 
+// OpenChecked checks, stats and opens name in one round trip
+// (ops.CheckedOpenFS).
+func (cl *Client) OpenChecked(ctx context.Context, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, error) {
+	resp, release, err := cl.call(ctx, proto.PathRead, &proto.FSRequest{Op: "read", Path: proto.Str(name), Mode: uint32(mode), Check: true}, true, nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	var fi proto.FileInfo
+	if err := json.Unmarshal([]byte(resp.Header.Get(proto.HeaderInfo)), &fi); err != nil {
+		// A helper that does not check (another build): the caller takes
+		// the steps one by one.
+		release()
+		return nil, nil, cl.c.errorf("helper: checked open of %s: %w", name, ops.ErrUnsupported)
+	}
+	if resp.StatusCode == http.StatusNoContent {
+		release()
+		return fi.FileInfo(), nil, nil
+	}
+	return fi.FileInfo(), &reader{cl: cl, ctx: ctx, name: name, body: resp.Body, release: release}, nil
+}
+
 type reader struct {
 	cl      *Client
 	ctx     context.Context
@@ -252,6 +295,18 @@ func (r *reader) Close() error { r.release(); return nil }
 // WriteFile replaces name atomically in the target.
 func (cl *Client) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	req := &proto.FSRequest{Op: "write", Path: proto.Str(name), Perm: uint32(perm), Size: int64(len(data))}
+	_, release, err := cl.call(ctx, proto.PathWrite, req, true, bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	release()
+	return nil
+}
+
+// WriteFileParents makes the parents, checks the target and writes in one
+// round trip (ops.WriteParentsFS).
+func (cl *Client) WriteFileParents(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	req := &proto.FSRequest{Op: "write", Path: proto.Str(name), Perm: uint32(perm), Size: int64(len(data)), Parents: true}
 	_, release, err := cl.call(ctx, proto.PathWrite, req, true, bytes.NewReader(data))
 	if err != nil {
 		return err

@@ -1,7 +1,10 @@
 package helper_test
 
 import (
+	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -13,7 +16,37 @@ import (
 
 func TestMain(m *testing.M) {
 	shim.Dispatch() // the helper is this test binary run as `__shim serve`
+	if dir := os.Getenv("PI_SANDBOX_TEST_IMPOSTOR"); dir != "" {
+		impostor(dir)
+	}
 	os.Exit(m.Run())
+}
+
+// impostor listens on the helper socket in dir as a process of the user
+// could, answering like a daemon without the key, and says so with a byte
+// on stdout; it runs until killed.
+func impostor(dir string) {
+	ln, err := net.Listen("unix", filepath.Join(dir, "helper.sock"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Stdout.Write([]byte{'.'})
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			os.Exit(1)
+		}
+		go func() {
+			var b [1]byte
+			for b[0] != '\n' {
+				if _, err := c.Read(b[:]); err != nil {
+					return
+				}
+			}
+			fmt.Fprintf(c, "pi-sandbox-helper x %d -\n", os.Getpid())
+		}()
+	}
 }
 
 func open(t *testing.T) ops.Backend { return openWith(t, 0) }

@@ -32,8 +32,18 @@ const (
 // stalls; cancelling ctx asks the helper to kill the tree and waits until it
 // has.
 func (cl *Client) Run(ctx context.Context, cmd *ops.Cmd) error {
-	return cl.run(ctx, cmd, nil)
+	return cl.run(ctx, cmd, nil, nil)
 }
+
+// RunSpill is Run with the output also saved in a file in the target, by
+// the helper (ops.SpillRunner): the bytes are not sent back to be saved.
+func (cl *Client) RunSpill(ctx context.Context, cmd *ops.Cmd, sp *ops.Spill) error {
+	return cl.run(ctx, cmd, nil, sp)
+}
+
+// ChecksDir reports that Run checks cmd.Dir in the target before the
+// command starts (ops.DirCheckingRunner).
+func (cl *Client) ChecksDir() bool { return true }
 
 // RunWithBase is Run with base ("KEY=VALUE" entries) in place of the
 // helper's base environment (its own, which it inherited). The local
@@ -42,10 +52,10 @@ func (cl *Client) RunWithBase(ctx context.Context, cmd *ops.Cmd, base []string) 
 	if base == nil {
 		base = []string{}
 	}
-	return cl.run(ctx, cmd, base)
+	return cl.run(ctx, cmd, base, nil)
 }
 
-func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string) error {
+func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string, sp *ops.Spill) error {
 	if ctx.Err() != nil {
 		return cl.c.errorf("%w", ops.Canceled(ctx))
 	}
@@ -55,6 +65,12 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string) error {
 	req := &proto.RunRequest{ID: id, Command: proto.Str(cmd.Command), Dir: proto.Str(cmd.Dir), Env: proto.Strs(cmd.Env), Timeout: int64(cmd.Timeout)}
 	if base != nil {
 		req.Base, req.HasBase = proto.Strs(base), true
+	}
+	if sp != nil {
+		req.Spill = &proto.SpillRequest{Path: proto.Str(sp.Path), AfterBytes: sp.AfterBytes, AfterLines: sp.AfterLines, Cap: sp.Cap, CapNote: sp.CapNote}
+		if _, ok := cmd.Output.(ops.OutputSkipper); ok && sp.Skip {
+			req.Spill.Skip, req.Spill.SkipAfter, req.Spill.SkipHold = true, sp.SkipAfter, sp.SkipHold
+		}
 	}
 
 	// Once the command runs, the request lives on its own context: a cancel
@@ -126,6 +142,15 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string) error {
 						go cl.kill(id)
 					}
 				}
+			case proto.FrameSkip:
+				var k proto.Skip
+				if err := json.Unmarshal(p, &k); err != nil {
+					done <- result{err: err, sink: sinkErr}
+					return
+				}
+				if sk, ok := out.(ops.OutputSkipper); ok && sinkErr == nil {
+					sk.SkipOutput(ops.SkippedOutput{Raw: k.Raw, Decoded: k.Decoded, Newlines: k.Newlines, LastLine: k.LastLine})
+				}
 			case proto.FrameEnd:
 				var e proto.RunEnd
 				if err := json.Unmarshal(p, &e); err != nil {
@@ -171,6 +196,9 @@ wait:
 			r = <-done
 			break wait
 		}
+	}
+	if sp != nil && r.end != nil && r.end.Spill != nil {
+		sp.Created, sp.Bytes, sp.Err = r.end.Spill.Created, r.end.Spill.Bytes, r.end.Spill.Err.Err(cl.roots())
 	}
 	switch {
 	case canceled:

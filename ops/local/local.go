@@ -19,14 +19,15 @@ import (
 )
 
 var (
-	_ ops.Backend       = (*Backend)(nil)
-	_ ops.LineCountFS   = (*Backend)(nil)
-	_ ops.GrepFS        = (*Backend)(nil)
-	_ ops.FindFS        = (*Backend)(nil)
-	_ ops.ReplaceFS     = (*Backend)(nil)
-	_ ops.Confiner      = (*Backend)(nil)
-	_ ops.ProcessLister = (*Backend)(nil)
-	_ ops.HostEnvRunner = (*Backend)(nil)
+	_ ops.Backend        = (*Backend)(nil)
+	_ ops.LineCountFS    = (*Backend)(nil)
+	_ ops.GrepFS         = (*Backend)(nil)
+	_ ops.FindFS         = (*Backend)(nil)
+	_ ops.ReplaceFS      = (*Backend)(nil)
+	_ ops.WriteParentsFS = (*Backend)(nil)
+	_ ops.Confiner       = (*Backend)(nil)
+	_ ops.ProcessLister  = (*Backend)(nil)
+	_ ops.HostEnvRunner  = (*Backend)(nil)
 )
 
 // Config configures a local backend. The zero value is usable: the current
@@ -282,6 +283,50 @@ func (b *Backend) ReplaceFile(ctx context.Context, name string, old, data []byte
 		return r.ReplaceFile(ctx, name, old, data)
 	}
 	return ops.ErrUnsupported
+}
+
+// WriteFileParents writes in one round trip to the helper
+// (ops.WriteParentsFS); without it, ops.ErrUnsupported.
+func (b *Backend) WriteFileParents(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+	if w, ok := b.inner.(ops.WriteParentsFS); ok {
+		return w.WriteFileParents(ctx, name, data, perm)
+	}
+	return ops.ErrUnsupported
+}
+
+// OpenChecked checks, stats and opens name in one round trip to the
+// helper (ops.CheckedOpenFS); without it, ops.ErrUnsupported (the steps cost
+// nothing in this process).
+func (b *Backend) OpenChecked(ctx context.Context, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, error) {
+	if co, ok := b.inner.(ops.CheckedOpenFS); ok {
+		return co.OpenChecked(ctx, name, mode)
+	}
+	return nil, nil, ops.ErrUnsupported
+}
+
+// RunSpill runs cmd with its output saved by the helper (ops.SpillRunner);
+// without it, ops.ErrUnsupported.
+func (b *Backend) RunSpill(ctx context.Context, cmd *ops.Cmd, s *ops.Spill) error {
+	if sr, ok := b.inner.(ops.SpillRunner); ok {
+		return sr.RunSpill(ctx, cmd, s)
+	}
+	return ops.ErrUnsupported
+}
+
+// ListDir lists in one round trip to the helper (ops.ListFS); without it,
+// ops.ErrUnsupported.
+func (b *Backend) ListDir(ctx context.Context, name string) (fs.FileInfo, []ops.ListEntry, error) {
+	if l, ok := b.inner.(ops.ListFS); ok {
+		return l.ListDir(ctx, name)
+	}
+	return nil, nil, ops.ErrUnsupported
+}
+
+// ChecksDir reports whether Run checks cmd.Dir in the same round trip as
+// the command (the helper: ops.DirCheckingRunner).
+func (b *Backend) ChecksDir() bool {
+	dc, ok := b.inner.(ops.DirCheckingRunner)
+	return ok && dc.ChecksDir()
 }
 
 // Processes lists the background processes the helper owns.

@@ -41,6 +41,7 @@ func allCases() []testCase {
 	cs = append(cs, runCases()...)
 	cs = append(cs, treeCases()...)
 	cs = append(cs, searchCases()...)
+	cs = append(cs, replaceCases()...)
 	cs = append(cs, moreCases()...)
 	return cs
 }

@@ -99,7 +99,7 @@ func (w *walker) walkDir(ctx context.Context, dir, rel string, st *ignoreStack) 
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	entries, err := w.fsys.ReadDir(ctx, dir)
+	entries, err := w.readDir(ctx, dir)
 	if err != nil {
 		// ripgrep and fd report unreadable directories on stderr and go
 		// on; a cancelled context or a broken transport stops the walk.
@@ -152,6 +152,21 @@ func (w *walker) walkDir(ctx context.Context, dir, rel string, st *ignoreStack) 
 		}
 	}
 	return nil
+}
+
+// typedLister is a file system that lists a directory with its entries'
+// types only, without a stat of each (an entry's Info is one, when called):
+// all a walk needs. The helper's confined file system offers it for a
+// search.
+type typedLister interface {
+	ReadDirTypes(ctx context.Context, name string) ([]fs.DirEntry, error)
+}
+
+func (w *walker) readDir(ctx context.Context, dir string) ([]fs.DirEntry, error) {
+	if tl, ok := w.fsys.(typedLister); ok {
+		return tl.ReadDirTypes(ctx, dir)
+	}
+	return w.fsys.ReadDir(ctx, dir)
 }
 
 // cleanAbs checks that p is absolute and returns it cleaned.

@@ -10,13 +10,23 @@ import (
 )
 
 // hasChildren reports whether the shim still has a child (an orphan of
-// the command, re-parented to the subreaper).
+// the command, re-parented to the subreaper). The reaper closes empty once
+// it finds none, which can come a moment after the command's own status:
+// until then the kernel is asked (waitid without waiting or reaping), so
+// a command that left nothing behind never costs the /proc walk.
 func hasChildren(empty <-chan struct{}) bool {
 	select {
 	case <-empty:
 		return false
 	default:
-		return true
+	}
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_ALL, 0, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return err != unix.ECHILD
 	}
 }
 

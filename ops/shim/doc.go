@@ -13,7 +13,9 @@
 //
 //	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
 //	pi-sandbox __shim kill [--wait DURATION] FILE
-//	pi-sandbox __shim serve
+//	pi-sandbox __shim serve [--pidfile FILE] [--lease DURATION]
+//	pi-sandbox __shim serve --listen DIR
+//	pi-sandbox __shim relay [--key-stdin] [--stop] DIR
 //	pi-sandbox __shim version
 //	pi-sandbox __shim grep 'GREPQUERY-JSON'
 //	pi-sandbox __shim find 'FINDQUERY-JSON'
@@ -60,8 +62,9 @@
 //	pi-sandbox-shim: start: OP PATH: CODE
 //
 // to stderr (OP "chdir" or "exec", CODE an errno name such as ENOENT) and
-// exits with status 125. Usage errors exit 2 with a diagnostic; a pid file
-// that cannot be written exits 1. Other diagnostic lines (warnings, e.g.
+// exits with status 125; a pid file that cannot be written is such a
+// failure too (OP "open", e.g. ENOSPC). Usage errors exit 2 with a
+// diagnostic. Other diagnostic lines (warnings, e.g.
 // when the subreaper cannot be set) may appear: callers ignore lines they
 // do not know.
 //
@@ -82,6 +85,42 @@
 // same user cannot trace it, and moves the protocol off fd 0 and 1. When
 // stdin ends (the client closed the stream, died, or the connection
 // dropped) it kills every command's tree and exits within about 2.5 s.
+// With --pidfile it writes its pid to FILE like run does (so `__shim kill
+// FILE` ends it and, through their control pipes, every command's tree) and
+// removes FILE when it exits. With --lease it also exits that way when
+// nothing arrived on stdin for DURATION: for transports where a vanished
+// client closes nothing (pods/exec); the client then sends HTTP/2 pings
+// while idle. docker and ssh do not use it (a paused container must not
+// lose its session).
+//
+// serve --listen DIR: the daemon mode, for sandboxes that outlive their
+// clients (`pi-sandbox up`). It listens on the unix socket DIR/helper.sock
+// (DIR must be a directory of this user, mode 0700; no network listener).
+// On every connection it accepts from this user it reads the client's
+// nonce line, answers "pi-sandbox-helper BUILD PID PROOF" (BUILD: the
+// SHA-256 of its binary; PROOF: hex HMAC-SHA256 under the helper key read
+// from --key-fd of "pi-sandbox-helper|NONCE|BUILD|PID", or "-" without a
+// key) and then serves it as serve does stdio: each connection is one client session with its own
+// calls, which end (their trees killed) when it closes. Background
+// processes belong to the daemon, shared by every session (one limit, one
+// list), until SIGTERM, SIGINT or SIGHUP: it then ends every session, kills
+// every background tree and exits. Its diagnostics go to DIR/helper.log.
+//
+// relay DIR: copies stdin to the daemon in DIR and its answers to stdout,
+// so a client talks to it as to serve. It starts the daemon (in a new
+// session, detached from its stdio) when none answers — under the lock
+// file DIR/lock, so racing relays start one — and when the daemon runs
+// another build (its first line says) it stops that one first, which ends
+// its background processes. At the end of stdin it half-closes the
+// connection and exits when the daemon has closed it. With --key-stdin the
+// first line of stdin is the sandbox's helper key: a daemon (or any process
+// on the socket) that cannot prove it is stopped and replaced by one started
+// with the key (passed on a pipe, never argv or the environment). The
+// answer's pid must be the socket peer's (SO_PEERCRED). relay --stop DIR
+// stops the daemon instead.
+//
+//	pi-sandbox __shim serve --listen DIR [--ready-fd N] [--key-fd N]
+//	pi-sandbox __shim relay [--key-stdin] [--stop] DIR
 //
 // version: prints "pi-sandbox-shim 1" (the protocol version) and exits 0,
 // so a backend can check an uploaded binary runs in the target.

@@ -19,6 +19,9 @@ import (
 )
 
 const (
+	// copyBuf is the size of the command's output pipe and of the reads
+	// that copy it.
+	copyBuf     = 256 << 10
 	startFailed = 125
 	// killLimit bounds the sweep; only a process stuck in the kernel lasts.
 	killLimit = 10 * time.Second
@@ -29,6 +32,30 @@ const (
 )
 
 func runMain(args []string, stderr io.Writer) int {
+	// The setup that needs no argument comes first, so a warm shim has it
+	// done before its run arrives (signal handling starts threads, which
+	// took a millisecond on the path of each command).
+	subreaperErr := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	// A vanished reader must end in a sweep (the failed write on stdout
+	// says so), not in the shim's death with the tree left running. Notify,
+	// not Ignore: an ignored SIGPIPE would be inherited by the command.
+	pipes := make(chan os.Signal, 1)
+	signal.Notify(pipes, syscall.SIGPIPE)
+	go func() {
+		for range pipes {
+		}
+	}()
+
+	if len(args) == 2 && args[0] == "--spec" {
+		// A warm shim: the run comes from the backend (spec_linux.go).
+		var err error
+		if args, err = readSpec(args[1]); err != nil {
+			return 2
+		}
+	}
 	fs := flag.NewFlagSet("__shim run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pidfile := fs.String("pidfile", "", "write the shim's pid to `FILE`")
@@ -48,28 +75,16 @@ func runMain(args []string, stderr io.Writer) int {
 	}
 	diag := func(format string, a ...any) { fmt.Fprintf(stderr, "pi-sandbox-shim: "+format+"\n", a...) }
 
-	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		diag("warning: subreaper: %v", err)
+	if subreaperErr != nil {
+		diag("warning: subreaper: %v", subreaperErr)
 	}
-	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
-
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	lost := watchLifeline(*lifeline)
-	// A vanished reader must end in a sweep (the failed write on stdout
-	// says so), not in the shim's death with the tree left running. Notify,
-	// not Ignore: an ignored SIGPIPE would be inherited by the command.
-	pipes := make(chan os.Signal, 1)
-	signal.Notify(pipes, syscall.SIGPIPE)
-	go func() {
-		for range pipes {
-		}
-	}()
 
 	if *pidfile != "" {
 		if err := writePidfile(*pidfile); err != nil {
-			diag("pidfile: %v", err)
-			return 1
+			// A start failure (a full disk, say), not the command's.
+			diag("start: open %s: %s", *pidfile, errnoName(err, syscall.EIO))
+			return startFailed
 		}
 		defer os.Remove(*pidfile)
 	}
@@ -100,6 +115,9 @@ func runMain(args []string, stderr io.Writer) int {
 		diag("start: pipe: %s", errnoName(err, syscall.EIO))
 		return startFailed
 	}
+	// A larger pipe: a fast command's output moves in fewer, larger reads
+	// and writes (a refusal keeps the default).
+	_, _ = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, copyBuf)
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   *dir,
 		Env:   os.Environ(),
@@ -182,9 +200,7 @@ loop:
 	// No child at all means no descendant (orphans are re-parented to the
 	// subreaper), so the /proc walk — milliseconds on a busy host — is
 	// skipped in the common case of a command that left nothing behind.
-	select {
-	case <-empty:
-	default:
+	if hasChildren(empty) {
 		if !killDescendants(os.Getpid(), killLimit) {
 			diag("warning: processes survived the kill sweep")
 		}
@@ -286,7 +302,7 @@ type copier struct {
 // copy copies r to c.w. A write error is returned (the reader is gone); end
 // of input or a closed r is nil.
 func (c *copier) copy(r *os.File) error {
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, copyBuf)
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {

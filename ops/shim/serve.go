@@ -6,13 +6,19 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -26,12 +32,31 @@ import (
 const exitWait = 2500 * time.Millisecond
 
 // serveMain is `__shim serve`: the in-target helper. It speaks HTTP/2
-// cleartext on stdin/stdout until stdin ends, then kills every command it
-// runs and exits.
+// cleartext on stdin/stdout until stdin ends (or, with --lease, stays
+// silent that long), then kills every command it runs and exits.
+// `__shim serve --listen DIR` is the daemon mode (serve_daemon.go).
 func serveMain(args []string, stderr io.Writer) int {
-	if len(args) != 0 {
-		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve")
+	if len(args) > 0 && (args[0] == "--listen" || strings.HasPrefix(args[0], "--listen=")) {
+		return daemonMain(args, stderr)
+	}
+	fs := flag.NewFlagSet("__shim serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pidfile := fs.String("pidfile", "", "write the helper's pid to `FILE` (for `__shim kill`), removed on exit")
+	lease := fs.Duration("lease", 0, "exit when nothing arrived on stdin for `DURATION` (the client pings; zero: never)")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve [--pidfile FILE] [--lease DURATION] | __shim serve --listen DIR")
 		return 2
+	}
+	if *lease < 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: serve: negative --lease")
+		return 2
+	}
+	if *pidfile != "" {
+		if err := writePidfile(*pidfile); err != nil {
+			fmt.Fprintf(stderr, "pi-sandbox-shim: serve: pid file: %v\n", err)
+			return 1
+		}
+		defer removePidfile(*pidfile)
 	}
 	// Commands of the same user must not trace or read the helper's memory.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
@@ -44,8 +69,37 @@ func serveMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: serve: %v\n", err)
 		return 1
 	}
-	s := newServer()
 	conn := &stdioConn{r: in, w: out, closed: make(chan struct{})}
+	if *lease > 0 {
+		go conn.watchLease(*lease, stderr)
+	}
+	// A kill request (`__shim kill --pidfile`, SIGTERM) ends the session
+	// like a lost client: every tree is killed before the helper exits.
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	go func() {
+		select {
+		case <-sigs:
+			conn.Close()
+		case <-conn.closed:
+		}
+	}()
+	serveSession(conn, nil)
+	return 0
+}
+
+// sessionConn is one client's byte stream; Done is closed when it ends.
+type sessionConn interface {
+	net.Conn
+	Done() <-chan struct{}
+}
+
+// serveSession serves one client session on conn until it ends, then
+// cancels the session's calls (each running command kills its tree),
+// waits for them and closes the session's backend. Background processes
+// are the session's own when shared is nil, else shared's (they stay).
+func serveSession(conn sessionConn, shared *native.Registry) {
+	s := newServer(shared)
 	srv := &http.Server{
 		Handler:   s.mux(),
 		Protocols: proto.Protocols(),
@@ -57,7 +111,7 @@ func serveMain(args []string, stderr io.Writer) int {
 		ErrorLog: nil,
 	}
 	go srv.Serve(&oneConnListener{conn: conn, done: make(chan struct{})})
-	<-conn.closed
+	<-conn.Done()
 	// The client is gone: every request context ends, each running command
 	// kills its tree. Wait for them, then leave.
 	s.cancelAll()
@@ -67,8 +121,8 @@ func serveMain(args []string, stderr io.Writer) int {
 	case <-done:
 	case <-time.After(exitWait):
 	}
+	srv.Close()
 	s.close()
-	return 0
 }
 
 // takeStdio duplicates fd 0 and 1 for the protocol and points fd 0 at
@@ -92,9 +146,11 @@ func takeStdio() (*os.File, *os.File, error) {
 
 // server holds one session's state.
 type server struct {
+	shared  *native.Registry // the daemon's background registry; nil: the session's own
 	mu      sync.Mutex
 	b       *native.Backend // set by hello
 	hello   proto.HelloReply
+	oom     bool // hello's OOMCounter
 	sets    map[int]*rootSet
 	runs    map[string]context.CancelFunc
 	nextSet int
@@ -103,9 +159,9 @@ type server struct {
 	cancel  context.CancelFunc
 }
 
-func newServer() *server {
+func newServer(shared *native.Registry) *server {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &server{sets: map[int]*rootSet{}, runs: map[string]context.CancelFunc{}, ctx: ctx, cancel: cancel}
+	return &server{shared: shared, sets: map[int]*rootSet{}, runs: map[string]context.CancelFunc{}, ctx: ctx, cancel: cancel}
 }
 
 func (s *server) cancelAll() { s.cancel() }
@@ -162,15 +218,22 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	env := append(os.Environ(), proto.Strings(h.Env)...)
+	if s.shared != nil {
+		s.shared.SetMax(h.MaxBackground)
+	}
 	b, err := native.New(r.Context(), native.Config{
 		WorkDir:  string(h.WorkDir),
 		SpillDir: string(h.SpillDir),
 		Shell:    string(h.Shell),
 		Env:      env,
 		ShimPath: exe,
-		// The helper owns what commands leave running, until it exits.
+		// The helper owns what commands leave running, until it exits
+		// (the daemon: until it is stopped).
 		Background:    true,
 		MaxBackground: h.MaxBackground,
+		Registry:      s.shared,
+		// Commands come one after another: start each one's shim ahead.
+		WarmShim: true,
 	})
 	if err != nil {
 		replyErr(w, err)
@@ -191,9 +254,13 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		Capabilities: append(info.Capabilities, "helper", "grep", "find", "confine", "edit"),
 		Limits:       info.Limits,
 	}
+	if s.shared != nil {
+		// Background processes outlive this client: the daemon owns them.
+		reply.Capabilities = append(reply.Capabilities, "daemon")
+	}
 	s.mu.Lock()
 	old := s.b
-	s.b, s.hello = b, reply
+	s.b, s.hello, s.oom = b, reply, h.OOMCounter
 	s.mu.Unlock()
 	if old != nil {
 		old.Close()
@@ -257,15 +324,50 @@ func replyErr(w http.ResponseWriter, err error) {
 	json.NewEncoder(w).Encode(proto.FromError(err))
 }
 
+// removePidfile removes name if it still holds this process's pid (a newer
+// helper may have replaced it).
+func removePidfile(name string) {
+	b, err := os.ReadFile(name)
+	if err == nil && string(b) == strconv.Itoa(os.Getpid())+"\n" {
+		os.Remove(name)
+	}
+}
+
 // stdioConn is a net.Conn over the helper's stdin and stdout.
 type stdioConn struct {
 	r, w      *os.File
 	closeOnce sync.Once
 	closed    chan struct{}
+	lastRead  atomic.Int64 // unix nanoseconds of the last bytes read
+}
+
+// watchLease closes the connection when nothing was read for d: a
+// transport that neither closes stdin nor kills the helper when its client
+// goes away (pods/exec) would otherwise leave it, and every command, running.
+// The client keeps the lease with HTTP/2 pings.
+func (c *stdioConn) watchLease(d time.Duration, stderr io.Writer) {
+	c.lastRead.Store(time.Now().UnixNano())
+	t := time.NewTicker(min(d/4, time.Second))
+	defer t.Stop()
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			if idle := now.Sub(time.Unix(0, c.lastRead.Load())); idle > d {
+				fmt.Fprintf(stderr, "pi-sandbox-shim: serve: nothing from the client for %s (lease %s): exiting\n", idle.Round(time.Millisecond), d)
+				c.Close()
+				return
+			}
+		}
+	}
 }
 
 func (c *stdioConn) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
 	if err != nil {
 		c.Close()
 	}
@@ -284,6 +386,8 @@ func (c *stdioConn) Close() error {
 	c.closeOnce.Do(func() { close(c.closed) })
 	return nil
 }
+
+func (c *stdioConn) Done() <-chan struct{} { return c.closed }
 
 func (c *stdioConn) LocalAddr() net.Addr                { return stdioAddr{} }
 func (c *stdioConn) RemoteAddr() net.Addr               { return stdioAddr{} }

@@ -92,7 +92,17 @@ func (s *server) handleFS(w http.ResponseWriter, r *http.Request) {
 			i := proto.ToFileInfo(fi)
 			reply.Info = &i
 		}
-	case "readdir":
+	case "readdir", "listdir":
+		if req.Op == "listdir" {
+			// ls in one round trip: the directory's stat, the listing,
+			// and what each link leads to.
+			var fi fs.FileInfo
+			if fi, err = fsys.Stat(ctx, name); err != nil {
+				break
+			}
+			i := proto.ToFileInfo(fi)
+			reply.Info = &i
+		}
 		var es []fs.DirEntry
 		es, err = fsys.ReadDir(ctx, name)
 		reply.Entries = make([]proto.FileInfo, 0, len(es))
@@ -101,9 +111,18 @@ func (s *server) handleFS(w http.ResponseWriter, r *http.Request) {
 			if ierr != nil {
 				// Gone since the listing: report what the listing knew.
 				reply.Entries = append(reply.Entries, proto.FileInfo{Name: proto.Str(e.Name()), Mode: e.Type()})
-				continue
+			} else {
+				reply.Entries = append(reply.Entries, proto.ToFileInfo(fi))
 			}
-			reply.Entries = append(reply.Entries, proto.ToFileInfo(fi))
+			if req.Op == "listdir" && e.Type()&fs.ModeSymlink != 0 {
+				t := proto.LinkTarget{Index: len(reply.Entries) - 1}
+				if ti, serr := fsys.Stat(ctx, path.Join(name, e.Name())); serr == nil {
+					t.Mode = ti.Mode()
+				} else {
+					t.Failed = true
+				}
+				reply.Targets = append(reply.Targets, t)
+			}
 		}
 	case "mkdir":
 		err = fsys.MkdirAll(ctx, name, fs.FileMode(req.Perm))
@@ -146,7 +165,26 @@ func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 	if fsys == nil {
 		return
 	}
-	f, err := fsys.Open(r.Context(), string(req.Path))
+	ctx, name := r.Context(), string(req.Path)
+	if req.Check {
+		// One round trip for the read tool's access, stat and open.
+		if err := fsys.Access(ctx, name, ops.AccessMode(req.Mode)); err != nil {
+			replyErr(w, err)
+			return
+		}
+		fi, err := fsys.Stat(ctx, name)
+		if err != nil {
+			replyErr(w, err)
+			return
+		}
+		info, _ := json.Marshal(proto.ToFileInfo(fi))
+		w.Header().Set(proto.HeaderInfo, string(info))
+		if !fi.Mode().IsRegular() {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	f, err := fsys.Open(ctx, name)
 	if err != nil {
 		replyErr(w, err)
 		return
@@ -219,6 +257,16 @@ func (s *server) handleWrite(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: write %s: got %d bytes, want %d", name, len(data), req.Size))
 		return
 	}
+	if req.Parents {
+		if err := fsys.MkdirAll(ctx, path.Dir(name), 0o755); err != nil {
+			replyErr(w, err)
+			return
+		}
+		if fi, err := fsys.Stat(ctx, name); err == nil && !fi.Mode().IsRegular() && !fi.IsDir() {
+			replyErr(w, fmt.Errorf("shim: write %s: not a regular file (%v)", name, fi.Mode().Type()))
+			return
+		}
+	}
 	if err := fsys.WriteFile(ctx, name, data, fs.FileMode(req.Perm)); err != nil {
 		replyErr(w, err)
 		return
@@ -251,6 +299,15 @@ func (s *server) handleEdit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer unlock()
+	// Only a regular file is edited: a FIFO put in its place since the
+	// client read it would hold the read for good.
+	if fi, err := fsys.Stat(ctx, name); err != nil {
+		replyErr(w, err)
+		return
+	} else if !fi.Mode().IsRegular() {
+		replyErr(w, fmt.Errorf("shim: edit %s: not a regular file (%v)", name, fi.Mode().Type()))
+		return
+	}
 	cur, err := ops.ReadFile(ctx, fsys, name)
 	if err != nil {
 		replyErr(w, err)
@@ -300,6 +357,11 @@ func (s *server) handleSearch(w http.ResponseWriter, r *http.Request) {
 	fsys := s.fsFor(w, req.Roots)
 	if fsys == nil {
 		return
+	}
+	if c, ok := fsys.(*confinedFS); ok {
+		if p, err := c.pin(string(req.Path)); err == nil {
+			fsys = p
+		}
 	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	enc := json.NewEncoder(w)

@@ -154,6 +154,11 @@ func (c *confinedFS) Open(ctx context.Context, name string) (io.ReadCloser, erro
 	if err != nil {
 		return nil, err
 	}
+	return openIn(set, name)
+}
+
+// openIn opens name for reading in set.
+func openIn(set *beneath.Set, name string) (io.ReadCloser, error) {
 	f, err := set.OpenFile(name, os.O_RDONLY, 0)
 	if err != nil {
 		return nil, mapBeneath(err)
@@ -220,6 +225,14 @@ func (w *osWriter) Write(p []byte) (int, error) {
 		err = mapBeneath(&fs.PathError{Op: "write", Path: w.name, Err: unwrapErrno(err)})
 	}
 	return n, err
+}
+
+// closeNoSync closes without an fsync (a spill file, see serve_spill.go).
+func (w *osWriter) closeNoSync() error {
+	if err := w.f.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return mapBeneath(&fs.PathError{Op: "close", Path: w.name, Err: unwrapErrno(err)})
+	}
+	return nil
 }
 
 func (w *osWriter) Close() error {
@@ -330,4 +343,76 @@ func (c *confinedFS) Remove(ctx context.Context, name string) error {
 		return err
 	}
 	return mapBeneath(set.Remove(name))
+}
+
+// pinnedFS is a confinedFS for one search: the roots are checked once, when
+// it starts (current), not at each of its thousands of opens, and
+// directories are listed with the entries' types only (what a walk needs).
+type pinnedFS struct {
+	*confinedFS
+	set *beneath.Set
+}
+
+// pin returns c for one search of name.
+func (c *confinedFS) pin(name string) (*pinnedFS, error) {
+	set, err := c.current("scandir", name)
+	if err != nil {
+		return nil, err
+	}
+	return &pinnedFS{confinedFS: c, set: set}, nil
+}
+
+func (p *pinnedFS) Open(ctx context.Context, name string) (io.ReadCloser, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return openIn(p.set, name)
+}
+
+func (p *pinnedFS) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fi, err := p.set.Stat(name)
+	return fi, mapBeneath(err)
+}
+
+func (p *pinnedFS) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	fi, err := p.set.Lstat(name)
+	return fi, mapBeneath(err)
+}
+
+func (p *pinnedFS) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	es, err := p.set.ReadDir(name)
+	return es, mapBeneath(err)
+}
+
+// ReadDirTypes lists name with its entries' types only (see package
+// search); an entry's Info is a stat through the roots, when called.
+func (p *pinnedFS) ReadDirTypes(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	es, err := p.set.ReadDirTypes(name)
+	if err != nil {
+		return nil, mapBeneath(err)
+	}
+	for i, e := range es {
+		es[i] = mappedEntry{e}
+	}
+	return es, nil
+}
+
+// mappedEntry maps the error of its Info to the ops vocabulary.
+type mappedEntry struct{ fs.DirEntry }
+
+func (e mappedEntry) Info() (fs.FileInfo, error) {
+	fi, err := e.DirEntry.Info()
+	return fi, mapBeneath(err)
 }

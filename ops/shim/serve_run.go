@@ -16,8 +16,11 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
-// maxOutputFrame is the largest output frame the helper sends.
-const maxOutputFrame = 32 << 10
+// maxOutputFrame is the largest output frame the helper sends: large, so
+// a fast command's output crosses in few DATA frames and writes (the cost
+// on a VM is per wakeup, not per byte); the client reads frames of up to
+// this size (helper.Config's HTTP/2 settings) within its stream window.
+const maxOutputFrame = 256 << 10
 
 func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 	var req proto.RunRequest
@@ -65,7 +68,24 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	oomBefore := oomKills()
+	var sp *spiller
+	if req.Spill != nil {
+		fsys, err := s.lookupFS(req.Roots)
+		if err != nil {
+			end(proto.RunEnd{Kind: "unknown", Message: err.Error()})
+			return
+		}
+		sp = newSpiller(ctx, fsys, req.Spill)
+		fw.spill = sp
+		fw.skip = newSkipper(req.Spill)
+	}
+	oomBefore := int64(-1)
+	s.mu.Lock()
+	counted := s.oom
+	s.mu.Unlock()
+	if counted {
+		oomBefore = oomKills()
+	}
 	cmd := &ops.Cmd{
 		Command: string(req.Command),
 		Dir:     dir,
@@ -79,7 +99,18 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 	} else {
 		err = b.Run(ctx, cmd)
 	}
-	end(runEnd(err, oomBefore))
+	e := runEnd(err, oomBefore)
+	if err == nil && oomBefore >= 0 && oomKills() > oomBefore {
+		// The shell survived, a process of its tree did not.
+		fw.Write([]byte(ops.OOMNote))
+	}
+	if fw.skip != nil {
+		fw.skip.finish(fw)
+	}
+	if sp != nil {
+		e.Spill = sp.finish()
+	}
+	end(e)
 }
 
 func (s *server) handleKill(w http.ResponseWriter, r *http.Request) {
@@ -169,15 +200,36 @@ func oomKills() int64 {
 // a write blocks while the client's stream window is full, which blocks the
 // command (backpressure) instead of buffering its output here.
 type frameWriter struct {
-	w  http.ResponseWriter
-	rc *http.ResponseController
+	w     http.ResponseWriter
+	rc    *http.ResponseController
+	spill *spiller // nil: no spill file
+	skip  *skipper // nil: everything is sent
+	buf   []byte   // one frame, header and payload: one write, one DATA frame
 }
 
 func (f *frameWriter) Write(p []byte) (int, error) {
+	if f.spill != nil {
+		f.spill.add(p)
+	}
+	if f.skip != nil {
+		if _, err := f.send(f.skip.take(p)); err != nil {
+			return 0, err
+		}
+		return len(p), nil
+	}
+	return f.send(p)
+}
+
+// send writes p as output frames.
+func (f *frameWriter) send(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
 	n := 0
 	for len(p) > 0 {
 		k := min(len(p), maxOutputFrame)
-		if err := proto.WriteFrame(f.w, proto.FrameOutput, p[:k]); err != nil {
+		f.buf = proto.AppendFrame(f.buf[:0], proto.FrameOutput, p[:k])
+		if _, err := f.w.Write(f.buf); err != nil {
 			return n, err
 		}
 		n += k

@@ -5,15 +5,16 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"path"
 	"strconv"
 	"strings"
 	"sync"
 
-	"github.com/pkg/sftp"
 	"golang.org/x/crypto/ssh"
 
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
+	"github.com/pi-sandbox/pi-sandbox/internal/spillkey"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
@@ -32,6 +33,7 @@ type Backend struct {
 	// run under the plain wrapper.
 	shimPath string
 	h        *helper.Client // the helper session; nil: SFTP and a session per command
+	dispatcher
 
 	closeOnce sync.Once
 	closeErr  error
@@ -54,6 +56,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{cfg: cfg, owned: true, dialer: d}
+	b.initOps()
 	b.pool = newPool(d.target.user+"@"+d.target.alias, d.dial, cfg)
 	if err := b.probe(ctx); err != nil {
 		b.pool.close(true)
@@ -75,6 +78,7 @@ func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backen
 	}
 	cfg.withDefaults()
 	b := &Backend{cfg: cfg}
+	b.initOps()
 	b.pool = newPool(client.User()+"@"+client.RemoteAddr().String(), nil, cfg)
 	b.pool.add(client)
 	if err := b.probe(ctx); err != nil {
@@ -84,11 +88,14 @@ func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backen
 	return b, nil
 }
 
-// probeScript reports what Info needs in one session and makes the spill
-// directory: disk-backed under the user's cache directory, else under
-// $TMPDIR. $1 is the shim's content-addressed file name: when a working copy
-// is already next to the spill directories, no upload is needed.
-const probeScript = `h=$HOME
+// probeScript reports what Info needs in one session and makes (or finds)
+// the spill directory, keyed by user@host and the working directory ($2,
+// spillkey), so that it outlives the process: disk-backed under the user's
+// cache directory, else under $TMPDIR. $1 is the shim's content-addressed
+// file name: when a working copy is already next to the spill base
+// directory, no upload is needed. $3 "serve": the session goes on as the
+// helper when that copy is there (probeServe).
+var probeScript = spillkey.Script + `h=$HOME
 echo pi-sandbox-probe
 printf 'home=%s\n' "$h"
 printf 'pwd=%s\n' "$(pwd)"
@@ -100,19 +107,44 @@ printf 'uname=%s\n' "$(uname -sm)"
 printf 'bash=%s\n' "$(command -v bash)"
 printf 'sh=%s\n' "$(command -v sh)"
 c=${XDG_CACHE_HOME:-$h/.cache}/pi-sandbox
-d=$(mkdir -p "$c" 2>/dev/null && mktemp -d "$c/spill.XXXXXXXX" 2>/dev/null) ||
-d=$(mktemp -d "${TMPDIR:-/tmp}/pi-sandbox-spill.XXXXXXXX")
+d=$(mkdir -p "$c" 2>/dev/null && spill_dir "$c" "$2") ||
+d=$(spill_dir "${TMPDIR:-/tmp}" "$2")
 printf 'spill=%s\n' "$d"
-x=${d%/*}/$1
+x=${d%/*/*}/$1
 if [ -n "$1" ] && [ -x "$x" ] && "$x" __shim version 2>/dev/null | grep -q '^pi-sandbox-shim '; then
 printf 'shim=%s\n' "$x"
-fi`
+[ "$3" = serve ] && { echo ` + helper.ServeMarker + `; exec env SHLVL=1 "$x" __shim serve; }
+fi
+[ "$3" = serve ] && echo ` + helper.ProbeDoneMarker + `
+true`
 
 func (b *Backend) probe(ctx context.Context) error {
 	sh, shimErr := b.hostShim()
-	out, err := b.runShort(ctx, "exec /bin/sh -c "+shquote.Quote(probeScript)+" probe "+shquote.Quote(sh.name))
-	if err != nil {
-		return fmt.Errorf("sshops: probe: %w", err)
+	key := spillkey.Key("ssh:"+b.pool.name, b.cfg.WorkDir)
+	// Where the helper will serve, the probe's session becomes it: the
+	// login shell and its rc files run once for the session's start.
+	cmd := "exec /bin/sh -c " + shquote.Quote(probeScript) + " probe " + shquote.Quote(sh.name) + " " + key
+	var out []byte
+	var open io.ReadWriteCloser // the probe's session gone on as the helper
+	if !b.cfg.NoHelper && shimErr == nil && sh.name != "" {
+		o, s, err := b.probeServe(ctx, cmd+" serve")
+		if err != nil {
+			return fmt.Errorf("sshops: probe: %w", err)
+		}
+		out = o
+		if s != nil {
+			open = s
+			defer func() {
+				if open != nil { // an error before the helper's start
+					open.Close()
+				}
+			}()
+		}
+	} else {
+		var err error
+		if out, err = b.runShort(ctx, cmd); err != nil {
+			return fmt.Errorf("sshops: probe: %w", err)
+		}
 	}
 	// What the login shell's rc files printed comes before the marker.
 	if i := bytes.Index(out, []byte("pi-sandbox-probe\n")); i >= 0 {
@@ -151,24 +183,36 @@ func (b *Backend) probe(ctx context.Context) error {
 		info.Home = kv["pwd"]
 	}
 	if !path.IsAbs(info.Home) || !path.IsAbs(info.SpillDir) {
-		return fmt.Errorf("sshops: probe: unexpected answer from the remote host: %q", out)
+		return fmt.Errorf("sshops: probe: unexpected answer from the remote host (no private spill directory, 0700 and the user's, under ~/.cache/pi-sandbox or $TMPDIR?): %q", out)
 	}
 	info.WorkDir = info.Home
 	if b.cfg.WorkDir != "" {
 		info.WorkDir = path.Clean(b.cfg.WorkDir)
 	}
 	b.info = info
+	start := func() {
+		b.setupShim(ctx, sh, shimErr, kv["shim"])
+		b.startHelper(ctx, open)
+		open = nil
+	}
+	serving := open != nil
+	if serving {
+		// The working directory is checked through the helper: SFTP
+		// would pay the login shell again.
+		start()
+	}
 	fi, err := b.Stat(ctx, info.WorkDir)
 	if err != nil {
-		b.removeSpill()
+		b.closeHelper()
 		return fmt.Errorf("sshops: working directory: %w", err)
 	}
 	if !fi.IsDir() {
-		b.removeSpill()
+		b.closeHelper()
 		return fmt.Errorf("sshops: working directory: %w", ops.PathError("chdir", info.WorkDir, ops.ENOTDIR))
 	}
-	b.setupShim(ctx, sh, shimErr, kv["shim"])
-	b.startHelper(ctx)
+	if !serving {
+		start()
+	}
 	return nil
 }
 
@@ -180,37 +224,20 @@ func (b *Backend) Info() ops.Info {
 	return i
 }
 
-// Close removes the spill directory and closes the connections New opened.
-// It is safe to call twice.
+// Close closes the connections New opened; the spill directory stays for
+// later sandboxes on the same host and working directory (spillkey). It is
+// safe to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		if b.h != nil {
 			b.h.Close()
 		}
-		b.closeErr = b.removeSpill()
 		b.pool.close(b.owned)
 		if b.dialer != nil {
 			b.dialer.close()
 		}
 	})
 	return b.closeErr
-}
-
-func (b *Backend) removeSpill() error {
-	if b.info.SpillDir == "" {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), killWait)
-	defer cancel()
-	// SFTP first: it does not start a login shell.
-	if err := b.do(ctx, func(sc *sftp.Client, c *conn) error { return sc.RemoveAll(b.info.SpillDir) }); err == nil {
-		return nil
-	}
-	out, err := b.runShort(ctx, "rm -rf -- "+shquote.Quote(b.info.SpillDir))
-	if err != nil {
-		return fmt.Errorf("sshops: remove spill directory: %w (%s)", err, bytes.TrimSpace(out))
-	}
-	return nil
 }
 
 func goOSArch(uname string) (goos, goarch string) {

@@ -68,7 +68,7 @@ func (b *Backend) do1(ctx context.Context, fn func(sc *sftp.Client, c *conn) err
 }
 
 // Open opens name for a streaming read.
-func (b *Backend) sftpOpen(ctx context.Context, name string) (io.ReadCloser, error) {
+func (b fallback) Open(ctx context.Context, name string) (io.ReadCloser, error) {
 	var rf *readFile
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		fi, err := sc.Stat(name)
@@ -82,7 +82,7 @@ func (b *Backend) sftpOpen(ctx context.Context, name string) (io.ReadCloser, err
 		if err != nil {
 			return b.pathErr("open", name, err, c, sc, hintRead)
 		}
-		rf = &readFile{remoteFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}}
+		rf = &readFile{remoteFile{b: b.Backend, ctx: ctx, f: f, c: c, sc: sc, name: name}}
 		return nil
 	})
 	if err != nil {
@@ -137,7 +137,7 @@ func (r *readFile) Close() error { r.f.Close(); return nil }
 
 // OpenWriter opens name for a streaming write. Close syncs the data when the
 // server offers fsync@openssh.com.
-func (b *Backend) sftpOpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
+func (b fallback) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
 	var wf *writeFile
 	hint := hintCreate
 	if flag&os.O_EXCL != 0 {
@@ -163,7 +163,7 @@ func (b *Backend) sftpOpenWriter(ctx context.Context, name string, flag int, per
 				return b.pathErr("open", name, err, c, sc, hint)
 			}
 		}
-		wf = &writeFile{remoteFile{b: b, ctx: ctx, f: f, c: c, sc: sc, name: name}}
+		wf = &writeFile{remoteFile{b: b.Backend, ctx: ctx, f: f, c: c, sc: sc, name: name}}
 		return nil
 	})
 	if err != nil {
@@ -201,7 +201,7 @@ func (w *writeFile) Close() error {
 }
 
 // Stat follows symbolic links.
-func (b *Backend) sftpStat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (b fallback) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		var err error
@@ -212,7 +212,7 @@ func (b *Backend) sftpStat(ctx context.Context, name string) (fs.FileInfo, error
 }
 
 // Lstat does not follow a final symbolic link.
-func (b *Backend) sftpLstat(ctx context.Context, name string) (fs.FileInfo, error) {
+func (b fallback) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
 	var fi fs.FileInfo
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		var err error
@@ -223,7 +223,7 @@ func (b *Backend) sftpLstat(ctx context.Context, name string) (fs.FileInfo, erro
 }
 
 // ReadDir lists name sorted by name; entries are not followed.
-func (b *Backend) sftpReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+func (b fallback) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
 	var out []fs.DirEntry
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		infos, err := sc.ReadDirContext(ctx, name)
@@ -241,7 +241,7 @@ func (b *Backend) sftpReadDir(ctx context.Context, name string) ([]fs.DirEntry, 
 }
 
 // MkdirAll creates name and its missing parents.
-func (b *Backend) sftpMkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
+func (b fallback) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
 	return b.do(ctx, func(sc *sftp.Client, c *conn) error { return b.mkdirAll(sc, c, name, perm) })
 }
 
@@ -275,7 +275,7 @@ func (b *Backend) mkdirAll(sc *sftp.Client, c *conn, name string, perm fs.FileMo
 
 // RealPath resolves name on the remote host; the last element may be
 // missing.
-func (b *Backend) sftpRealPath(ctx context.Context, name string) (string, error) {
+func (b fallback) RealPath(ctx context.Context, name string) (string, error) {
 	var out string
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		var err error
@@ -335,7 +335,7 @@ func (b *Backend) realPath(sc *sftp.Client, c *conn, name string, depth int) (st
 // Access checks mode against the file's permission bits and the user's
 // uid and groups read at open: SFTP has no access(2). ACLs and security
 // modules are not consulted; the operation that follows reports them.
-func (b *Backend) sftpAccess(ctx context.Context, name string, mode ops.AccessMode) error {
+func (b fallback) Access(ctx context.Context, name string, mode ops.AccessMode) error {
 	return b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		fi, err := sc.Stat(name)
 		if err != nil {
@@ -377,7 +377,7 @@ func (b *Backend) permits(fi fs.FileInfo, mode ops.AccessMode) bool {
 }
 
 // Remove removes a file or an empty directory.
-func (b *Backend) sftpRemove(ctx context.Context, name string) error {
+func (b fallback) Remove(ctx context.Context, name string) error {
 	return b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		fi, err := sc.Lstat(name)
 		if err != nil {

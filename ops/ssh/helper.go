@@ -1,10 +1,10 @@
 package sshops
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"strings"
 	"sync"
 
@@ -13,6 +13,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/dispatch"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -40,7 +41,9 @@ func helperCommand(shimPath string) string {
 	return "printf '" + outMarker + "'; SHLVL=2; export SHLVL; exec " + shquote.Quote(shimPath) + " __shim serve"
 }
 
-func (b *Backend) startHelper(ctx context.Context) {
+// open is the probe's session gone on as the helper, or nil; the probe
+// makes one only where the helper is to start, and helper.New takes it.
+func (b *Backend) startHelper(ctx context.Context, open io.ReadWriteCloser) {
 	switch {
 	case b.cfg.NoHelper:
 		b.info.Limits = append(b.info.Limits, "no helper (disabled): each command opens a session through the login shell")
@@ -52,6 +55,7 @@ func (b *Backend) startHelper(ctx context.Context) {
 	h, err := helper.New(ctx, helper.Config{
 		Name:    "sshops",
 		Dial:    b.dialHelper,
+		Open:    open,
 		Restore: b.restoreHelper,
 		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(defaultEnv), MaxBackground: b.cfg.MaxBackground},
 	})
@@ -100,6 +104,40 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 	return hs, nil
 }
 
+// closeHelper stops the helper of a backend that will not be returned.
+func (b *Backend) closeHelper() {
+	if b.h != nil {
+		b.h.Close()
+		b.h = nil
+	}
+}
+
+// probeServe runs the probe in a session that, when the script finds the
+// shim, goes on as the helper: it returns what the probe printed and, then,
+// the helper's stream (helper.ReadProbe).
+func (b *Backend) probeServe(ctx context.Context, command string) ([]byte, *helperStream, error) {
+	s, c, pipes, err := b.startSession(ctx, command)
+	if err != nil {
+		return nil, nil, err
+	}
+	st := helper.NewTailBuffer(4 << 10)
+	go io.Copy(st, pipes.stderr)
+	br := bufio.NewReader(pipes.stdout)
+	hs := &helperStream{s: s, release: func() { b.pool.release(c) }, in: pipes.stdin, out: br}
+	stop := context.AfterFunc(ctx, func() { hs.Close() })
+	out, serving, err := helper.ReadProbe(br)
+	if !stop() {
+		err = ops.Canceled(ctx)
+	} else if err != nil {
+		err = fmt.Errorf("the probe session ended early: %s: %w", strings.TrimSpace(st.String()), ops.ErrTransport)
+	}
+	if err != nil || !serving {
+		hs.Close()
+		return out, nil, err
+	}
+	return out, hs, nil
+}
+
 // helperStream is the helper session's stdio.
 type helperStream struct {
 	s       *ssh.Session
@@ -135,83 +173,30 @@ func (h *helperStream) Close() error {
 	return nil
 }
 
-// The operations: the helper's when it runs, else SFTP's and the wrapper's.
+// The operations: the helper's when it runs, else SFTP's and the
+// wrapper's (fallback).
 
-func (b *Backend) Open(ctx context.Context, name string) (io.ReadCloser, error) {
-	if b.h != nil {
-		return b.h.Open(ctx, name)
-	}
-	return b.sftpOpen(ctx, name)
-}
+// dispatcher is embedded in Backend (an alias keeps the field unexported).
+type dispatcher = dispatch.Dispatcher
 
-func (b *Backend) OpenWriter(ctx context.Context, name string, flag int, perm fs.FileMode) (io.WriteCloser, error) {
-	if b.h != nil {
-		return b.h.OpenWriter(ctx, name, flag, perm)
-	}
-	return b.sftpOpenWriter(ctx, name, flag, perm)
-}
+// fallback serves without the helper: SFTP for files (fs.go, write.go), a
+// session per command (run.go), rg/fd and wc there (search.go).
+type fallback struct{ *Backend }
 
-func (b *Backend) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
-	if b.h != nil {
-		return b.h.Stat(ctx, name)
-	}
-	return b.sftpStat(ctx, name)
-}
+func (b *Backend) fallback() fallback { return fallback{b} }
 
-func (b *Backend) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
-	if b.h != nil {
-		return b.h.Lstat(ctx, name)
+// initOps sets up the dispatch to the helper or the fallback.
+func (b *Backend) initOps() {
+	b.dispatcher = dispatch.Dispatcher{
+		Helper: func() dispatch.Helper {
+			if b.h == nil {
+				return nil
+			}
+			return b.h
+		},
+		Fallback: b.fallback(),
+		Owner:    b,
 	}
-	return b.sftpLstat(ctx, name)
-}
-
-func (b *Backend) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	if b.h != nil {
-		return b.h.ReadDir(ctx, name)
-	}
-	return b.sftpReadDir(ctx, name)
-}
-
-func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
-	if b.h != nil {
-		return b.h.WriteFile(ctx, name, data, perm)
-	}
-	return b.sftpWriteFile(ctx, name, data, perm)
-}
-
-func (b *Backend) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
-	if b.h != nil {
-		return b.h.MkdirAll(ctx, name, perm)
-	}
-	return b.sftpMkdirAll(ctx, name, perm)
-}
-
-func (b *Backend) RealPath(ctx context.Context, name string) (string, error) {
-	if b.h != nil {
-		return b.h.RealPath(ctx, name)
-	}
-	return b.sftpRealPath(ctx, name)
-}
-
-func (b *Backend) Access(ctx context.Context, name string, mode ops.AccessMode) error {
-	if b.h != nil {
-		return b.h.Access(ctx, name, mode)
-	}
-	return b.sftpAccess(ctx, name, mode)
-}
-
-func (b *Backend) Remove(ctx context.Context, name string) error {
-	if b.h != nil {
-		return b.h.Remove(ctx, name)
-	}
-	return b.sftpRemove(ctx, name)
-}
-
-func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, error) {
-	if b.h != nil {
-		return b.h.CountLines(ctx, name)
-	}
-	return b.execCountLines(ctx, name)
 }
 
 func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
@@ -221,50 +206,5 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 		}
 		return b.h.Run(ctx, cmd)
 	}
-	return b.execRun(ctx, cmd)
-}
-
-func (b *Backend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
-	if b.h != nil {
-		return b.h.Grep(ctx, q, fn)
-	}
-	return b.execGrep(ctx, q, fn)
-}
-
-func (b *Backend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) error) error {
-	if b.h != nil {
-		return b.h.Find(ctx, q, fn)
-	}
-	return b.execFind(ctx, q, fn)
-}
-
-// Processes lists the background processes the helper owns; without the
-// helper there are none (they die with their command).
-func (b *Backend) Processes(ctx context.Context) ([]ops.Process, error) {
-	if b.h != nil {
-		return b.h.Processes(ctx)
-	}
-	return nil, nil
-}
-
-// ReplaceFile replaces under the helper's lock; without the helper,
-// ops.ErrUnsupported (the caller writes the file itself).
-func (b *Backend) ReplaceFile(ctx context.Context, name string, old, data []byte) error {
-	if b.h != nil {
-		return b.h.ReplaceFile(ctx, name, old, data)
-	}
-	return ops.ErrUnsupported
-}
-
-// Confine confines in the helper; without it, ops.ErrUnsupported (the
-// sandbox then checks each path before the operation).
-func (b *Backend) Confine(ctx context.Context, roots []ops.Root) (ops.Backend, error) {
-	if b.h == nil {
-		return nil, ops.ErrUnsupported
-	}
-	v, err := b.h.Confine(ctx, roots)
-	if err != nil {
-		return nil, err
-	}
-	return helper.Owned(v, b.Info, b.Close), nil
+	return b.fallback().Run(ctx, cmd)
 }

@@ -22,7 +22,7 @@ const killWait = 5 * time.Second
 
 // Run runs cmd.Command under the wrapper (see wrapScript) in a session of its
 // own. See [ops.Runner] for the outcomes.
-func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
+func (b fallback) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if ctx.Err() != nil {
 		return ops.Canceled(ctx)
 	}
@@ -58,7 +58,7 @@ func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 	stdin, stdout, stderr := pipes.stdin, pipes.stdout, pipes.stderr
 
 	r := &runState{
-		b: b, s: s, c: c, stdin: stdin, out: cmd.Output, dir: dir,
+		b: b.Backend, s: s, c: c, stdin: stdin, out: cmd.Output, dir: dir,
 		activity:    make(chan struct{}, 1),
 		outDone:     make(chan struct{}),
 		control:     make(chan controlEvent, 8),

@@ -21,12 +21,12 @@ var (
 // Grep searches on the remote host: through the shim's engine when it is
 // installed, else rg; without either it returns ops.ErrUnsupported and
 // search.Grep walks the files over SFTP.
-func (b *Backend) execGrep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
+func (b fallback) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
 	return search.Remote{Runner: b, ShimPath: b.shimPath}.Grep(ctx, q, fn)
 }
 
 // Find finds files on the remote host: the shim's engine, else fd.
-func (b *Backend) execFind(ctx context.Context, q *ops.FindQuery, fn func(rel string) error) error {
+func (b fallback) Find(ctx context.Context, q *ops.FindQuery, fn func(rel string) error) error {
 	return search.Remote{Runner: b, ShimPath: b.shimPath}.Find(ctx, q, fn)
 }
 
@@ -38,7 +38,7 @@ const countRemoteMin = 256 << 10
 // CountLines counts the newlines of a large file on the remote host (wc -l)
 // without transferring it; small files return ops.ErrUnsupported, so
 // ops.CountLines streams them.
-func (b *Backend) execCountLines(ctx context.Context, name string) (newlines, size int64, err error) {
+func (b fallback) CountLines(ctx context.Context, name string) (newlines, size int64, err error) {
 	fi, err := b.Stat(ctx, name)
 	if err != nil {
 		if pe, ok := err.(*fs.PathError); ok {

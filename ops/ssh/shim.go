@@ -3,8 +3,6 @@ package sshops
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path"
@@ -53,12 +51,11 @@ func (b *Backend) hostShim() (hostShimBinary, error) {
 	if h, ok := shimCache[key]; ok {
 		return h, nil
 	}
-	data, err := os.ReadFile(p)
+	u, err := shim.ReadUpload(p)
 	if err != nil {
-		return hostShimBinary{}, fmt.Errorf("read shim binary: %w", err)
+		return hostShimBinary{}, err
 	}
-	sum := sha256.Sum256(data)
-	h := hostShimBinary{path: p, name: "shim-" + hex.EncodeToString(sum[:8]), data: data}
+	h := hostShimBinary{path: p, name: "shim-" + u.Sum[:16], data: u.Data}
 	shimCache[key] = h
 	return h, nil
 }
@@ -93,7 +90,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 	if err := shim.CheckStaticELF(h.data, b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", h.path, err)
 	}
-	target := path.Join(path.Dir(b.info.SpillDir), h.name)
+	target := path.Join(path.Dir(path.Dir(b.info.SpillDir)), h.name)
 	err := b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		tmp := target + "." + randHex(4) + ".tmp"
 		f, err := sc.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL)

@@ -287,9 +287,7 @@ func TestNewFromClient(t *testing.T) {
 // stderr: the output and the wrapper's reports must not see it.
 func TestChattyRC(t *testing.T) {
 	s := sshtest.StartWith(t, sshtest.Options{BashRC: "echo rc-noise; echo 'pi-sandbox-ssh: exit 7' >&2; echo exit 5 >&2"})
-	if !s.Dedicated {
-		t.Skip("needs a throwaway user (root and useradd)")
-	}
+	s.NeedDedicated(t)
 	cfg := s.Config()
 	cfg.WorkDir = s.TempDir(t)
 	ctx := context.Background()
@@ -319,5 +317,48 @@ func TestSFTPServerKilled(t *testing.T) {
 	}
 	if got, err := ops.ReadFile(ctx, b, f); err != nil || string(got) != "x" {
 		t.Fatalf("read after the SFTP server died: %q %v", got, err)
+	}
+}
+
+// TestLoginShellOncePerSession: on a host that holds the shim already, a
+// session's start runs the login shell (and its rc files) once — the
+// probe's session goes on as the helper, and the working directory is
+// checked through it — and its commands run it no more.
+func TestLoginShellOncePerSession(t *testing.T) {
+	s := sshtest.StartWith(t, sshtest.Options{BashRC: `echo run >> "$HOME/rc-runs"`})
+	s.NeedDedicated(t)
+	cfg := s.Config()
+	cfg.WorkDir = s.TempDir(t)
+	ctx := context.Background()
+	first, err := sshops.New(ctx, cfg) // uploads the shim
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !first.Info().Has("helper") {
+		t.Fatalf("no helper: %v", first.Info().Limits)
+	}
+	if err := first.Run(ctx, &ops.Cmd{Command: `rm -f "$HOME/rc-runs"`}); err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	b, err := sshops.New(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	if !b.Info().Has("helper") {
+		t.Fatalf("no helper: %v", b.Info().Limits)
+	}
+	for range 3 {
+		if err := b.Run(ctx, &ops.Cmd{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := ops.ReadFile(ctx, b, path.Join(b.Info().Home, "rc-runs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(runs), "run\n"); n != 1 {
+		t.Fatalf("the session's start and 3 commands ran ~/.bashrc %d times, want 1", n)
 	}
 }

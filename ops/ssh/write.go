@@ -22,7 +22,7 @@ import (
 // is. When no temp file can be made (a read-only directory) or the rename
 // fails onto an existing file (a bind-mounted single file) the data is
 // written in place.
-func (b *Backend) sftpWriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+func (b fallback) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	return b.do(ctx, func(sc *sftp.Client, c *conn) error {
 		if _, ok := sc.HasExtension("posix-rename@openssh.com"); !ok {
 			return &fs.PathError{Op: "open", Path: name, Err: errNoPosixRename}

@@ -13,11 +13,12 @@ import (
 // confinement and policy. The zero value is the local backend in the current
 // directory.
 type Config struct {
-	// Backend is "local" (the zero value), "docker" or "ssh".
+	// Backend is "local" (the zero value), "docker", "ssh" or "k8s".
 	Backend string
 	// WorkDir is a path on the target. Zero: local, the current directory;
 	// docker, /workspace (or the container's working directory with
-	// Docker.Container); ssh, the remote home.
+	// Docker.Container); ssh, the remote home; k8s, /workspace (or the
+	// container's working directory with K8s.Pod).
 	WorkDir string
 
 	// MaxBackground bounds the background process groups the sandbox
@@ -26,6 +27,7 @@ type Config struct {
 
 	Docker DockerConfig
 	SSH    SSHConfig
+	K8s    K8sConfig
 
 	// Config is the confinement and policy (--unconfined, --allow-root,
 	// --read-only-root, the policy flags and --config FILE).
@@ -41,6 +43,36 @@ type DockerConfig struct {
 	Runtime   string   // --runtime NAME: the engine's OCI runtime for --image (runsc: gVisor)
 }
 
+// K8sConfig holds the k8s backend's flags. The command line's --image,
+// --mount and --user are shared with docker: they fill Docker.Image,
+// Docker.Mounts and Docker.User, which apply to k8s when Backend is "k8s"
+// and the K8s field is zero. Go API users set the K8s fields.
+type K8sConfig struct {
+	Kubeconfig string   // --kubeconfig FILE (default $KUBECONFIG, then ~/.kube/config)
+	Context    string   // --context NAME (default the kubeconfig's current context)
+	Namespace  string   // --namespace NS (default the context's namespace, else "default")
+	Pod        string   // --pod NAME: an existing pod, used as it is
+	Container  string   // --k8s-container NAME: the container of a multi-container pod
+	Image      string   // an ephemeral hardened pod from this image, deleted afterwards (--image)
+	Mounts     []string // hostPath volumes HOST:TARGET[:ro] for Image (--mount)
+	User       string   // UID:GID of an Image pod (--user)
+}
+
+// k8s returns c.K8s with the shared docker flags filled in.
+func (c *Config) k8s() K8sConfig {
+	k := c.K8s
+	if k.Image == "" {
+		k.Image = c.Docker.Image
+	}
+	if len(k.Mounts) == 0 {
+		k.Mounts = c.Docker.Mounts
+	}
+	if k.User == "" {
+		k.User = c.Docker.User
+	}
+	return k
+}
+
 // SSHConfig holds the ssh backend's flags.
 type SSHConfig struct {
 	Host       string // --host [user@]host[:port] or an alias from ~/.ssh/config
@@ -50,17 +82,22 @@ type SSHConfig struct {
 
 // RegisterFlags adds the backend flags shared by every command (DESIGN §8).
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker or ssh")
-	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker, /workspace; ssh, the remote home)")
+	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker, ssh or k8s")
+	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker and k8s, /workspace; ssh, the remote home)")
 	fs.IntVar(&c.MaxBackground, "max-background", 0, "at most N background process groups (commands' leftovers kept running; default 64)")
-	fs.StringVar(&c.Docker.Image, "image", "", "docker: run an ephemeral hardened container from this image")
+	fs.StringVar(&c.Docker.Image, "image", "", "docker, k8s: run an ephemeral hardened container (pod) from this image")
 	fs.StringVar(&c.Docker.Container, "container", "", "docker: use this existing container")
-	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker: bind mount HOST:TARGET[:ro] (repeatable, with --image)")
-	fs.StringVar(&c.Docker.User, "user", "", "docker: run as UID:GID")
+	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker, k8s: bind mount (k8s: hostPath) HOST:TARGET[:ro] (repeatable, with --image)")
+	fs.StringVar(&c.Docker.User, "user", "", "docker, k8s: run as UID:GID")
 	fs.StringVar(&c.Docker.Runtime, "runtime", "", "docker: the engine's OCI runtime for --image, e.g. runsc (gVisor; see `make runtimes`)")
 	fs.StringVar(&c.SSH.Host, "host", "", "ssh: [user@]host[:port] or an alias from ~/.ssh/config")
 	fs.StringVar(&c.SSH.Identity, "identity", "", "ssh: private key file")
 	fs.StringVar(&c.SSH.KnownHosts, "known-hosts", "", "ssh: known_hosts file (default ~/.ssh/known_hosts)")
+	fs.StringVar(&c.K8s.Kubeconfig, "kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&c.K8s.Context, "context", "", "k8s: kubeconfig context (default its current context)")
+	fs.StringVar(&c.K8s.Namespace, "namespace", "", "k8s: namespace (default the context's, else default)")
+	fs.StringVar(&c.K8s.Pod, "pod", "", "k8s: use this existing pod")
+	fs.StringVar(&c.K8s.Container, "k8s-container", "", "k8s: the container of a multi-container --pod")
 	fs.BoolVar(&c.Unconfined, "unconfined", false, "turn path confinement off (file tools may touch any path)")
 	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under DIR too (repeatable)")
 	fs.Var((*listFlag)(&c.ReadOnlyRoots), "read-only-root", "allow file tools to read under DIR (repeatable)")
@@ -69,10 +106,14 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 
 // Validate checks the flags' combinations.
 func (c *Config) Validate() error {
+	k := c.K8s
+	if c.Backend != "k8s" && (k.Kubeconfig != "" || k.Context != "" || k.Namespace != "" || k.Pod != "" || k.Container != "" || k.Image != "" || len(k.Mounts) > 0 || k.User != "") {
+		return errors.New("open: --kubeconfig, --context, --namespace, --pod, --k8s-container (and the K8s config) need --backend k8s")
+	}
 	switch c.Backend {
 	case "", "local":
 		if c.Docker.Image != "" || c.Docker.Container != "" || len(c.Docker.Mounts) > 0 || c.Docker.User != "" || c.Docker.Runtime != "" {
-			return errors.New("open: --image, --container, --mount, --user and --runtime need --backend docker")
+			return errors.New("open: --image, --container, --mount, --user and --runtime need --backend docker (--image, --mount, --user: or k8s)")
 		}
 		if c.SSH.Host != "" || c.SSH.Identity != "" || c.SSH.KnownHosts != "" {
 			return errors.New("open: --host, --identity and --known-hosts need --backend ssh")
@@ -94,8 +135,28 @@ func (c *Config) Validate() error {
 		if c.SSH.Host == "" {
 			return errors.New("open: --backend ssh needs --host")
 		}
+	case "k8s":
+		k := c.k8s()
+		switch {
+		case c.Docker.Container != "":
+			return errors.New("open: --container is docker's; with --backend k8s use --pod NAME")
+		case c.Docker.Runtime != "":
+			return errors.New("open: --runtime is docker's; a k8s pod's runtime is its RuntimeClass")
+		case c.SSH.Host != "" || c.SSH.Identity != "" || c.SSH.KnownHosts != "":
+			return errors.New("open: --host, --identity and --known-hosts need --backend ssh")
+		case k.Image != "" && k.Pod != "":
+			return errors.New("open: --image and --pod are mutually exclusive")
+		case k.Image == "" && k.Pod == "":
+			return errors.New("open: --backend k8s needs --image IMG or --pod NAME")
+		case len(k.Mounts) > 0 && k.Image == "":
+			return errors.New("open: --mount needs --image")
+		case k.User != "" && k.Image == "":
+			return errors.New("open: --user needs --image (pods/exec runs as the pod's user)")
+		case k.Container != "" && k.Pod == "":
+			return errors.New("open: --k8s-container needs --pod")
+		}
 	default:
-		return fmt.Errorf("open: unknown backend %q (want local, docker or ssh)", c.Backend)
+		return fmt.Errorf("open: unknown backend %q (want local, docker, ssh or k8s)", c.Backend)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-// Package open opens the built-in backends by name — local, docker or ssh,
+// Package open opens the built-in backends by name — local, docker, ssh or k8s,
 // as the CLI's flags describe them ([Config.RegisterFlags]) — and makes a
 // [sandbox.Sandbox] on them. Package sandbox itself takes any [ops.Backend]
 // ([sandbox.OpenBackend]) and imports no backend, so a program that embeds

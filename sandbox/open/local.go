@@ -2,13 +2,11 @@ package open
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
-	"syscall"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/spillkey"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 )
@@ -21,7 +19,8 @@ import (
 // process: a one-shot `pi-sandbox tool bash …` prints a path the next call on
 // the same project can still read, while a sandbox of another working
 // directory cannot (only its own spill directory is a root). pi never
-// deletes these files either.
+// deletes these files; here files older than a week are removed, and each
+// directory keeps its newest 50.
 func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
 	wd := cfg.WorkDir
 	if wd == "" {
@@ -45,26 +44,12 @@ func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
 }
 
 // localSpillDir creates (or checks) the spill directory of the sandbox
-// whose working directory is wd. Each level must be a real directory owned
-// by this user with mode 0700, so that another user cannot plant a symbolic
-// link or read the output.
+// whose working directory is wd (internal/spillkey: private, keyed, old
+// files removed).
 func localSpillDir(wd string) (string, error) {
-	base := filepath.Join(os.TempDir(), fmt.Sprintf("pi-sandbox-%d", os.Getuid()))
-	sum := sha256.Sum256([]byte(wd))
-	spill := filepath.Join(base, "spill")
-	dir := filepath.Join(spill, hex.EncodeToString(sum[:8]))
-	for _, d := range []string{base, spill, dir} {
-		if err := os.Mkdir(d, 0o700); err != nil && !os.IsExist(err) {
-			return "", fmt.Errorf("open: spill directory: %w", err)
-		}
-		fi, err := os.Lstat(d)
-		if err != nil {
-			return "", fmt.Errorf("open: spill directory: %w", err)
-		}
-		st, ok := fi.Sys().(*syscall.Stat_t)
-		if !fi.IsDir() || !ok || int(st.Uid) != os.Getuid() || fi.Mode().Perm()&0o077 != 0 {
-			return "", fmt.Errorf("open: spill directory %s must be a directory owned by uid %d with mode 0700", d, os.Getuid())
-		}
+	d, err := spillkey.Local(wd)
+	if err != nil {
+		return "", fmt.Errorf("open: %w", err)
 	}
-	return dir, nil
+	return d, nil
 }

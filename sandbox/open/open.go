@@ -28,6 +28,8 @@ func Open(ctx context.Context, cfg Config) (*sandbox.Sandbox, error) {
 		b, err = openDocker(ctx, cfg)
 	case "ssh":
 		b, err = openSSH(ctx, cfg)
+	case "k8s":
+		b, err = openK8s(ctx, cfg)
 	}
 	if err != nil {
 		return nil, err

@@ -132,6 +132,12 @@ func Cases() []Case {
 		{"bash dangling link then write", []Call{c("bash", "command", "ln -s $O/created.txt made-dangling")}, c("write", "path", "made-dangling", "content", "pwned"), Refused},
 		{"bash link in new subdir then grep", []Call{c("bash", "command", "mkdir -p m/n && ln -s $O m/n/out")}, c("grep", "pattern", Secret, "path", "m/n/out"), Refused},
 
+		// Issue 17: links planted at the temporary names an old write
+		// script used ($dir/.pi-sandbox-write.PID), and a FIFO that a read
+		// without bounds waited on for good.
+		{"write with links planted at temporary names", []Call{c("bash", "command", "i=$$; n=$((i+1500)); while [ $i -lt $n ]; do ln -s $O/victim.txt .pi-sandbox-write.$i; i=$((i+1)); done")}, c("write", "path", "planted.txt", "content", "fine"), NoLeak},
+		{"read a FIFO", []Call{c("bash", "command", "mkfifo made-fifo")}, c("read", "path", "made-fifo"), Failed},
+
 		// Odd names.
 		{"read NUL byte", nil, c("read", "path", "link-file\x00.txt"), Failed},
 		{"read NUL then dotdot", nil, c("read", "path", "x\x00/../$RO/secret.txt"), Failed},

@@ -36,8 +36,40 @@ func latBaselines(ctx context.Context, e *env) (map[string]baseline, func(), err
 		return dockerBaselines(e), func() {}, nil
 	case "ssh":
 		return sshBaselines(ctx, e)
+	case "k8s":
+		return k8sBaselines(e), func() {}, nil
 	}
 	return nil, func() {}, nil
+}
+
+// k8sBaselines are kubectl exec into the bench pod (pods/exec through the
+// API server and the kubelet, as the backend's transport).
+func k8sBaselines(e *env) map[string]baseline {
+	run := func(ctx context.Context, stdin []byte, argv ...string) error {
+		_, err := runExt(ctx, stdin, e.kubectl, e.kubectlExec(stdin != nil, argv...)...)
+		return err
+	}
+	return map[string]baseline{
+		"read1k": {"kubectl exec cat", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, nil, "cat", e.path("lat/r1k.txt"))
+		}},
+		"write1k": {"kubectl exec -i sh -c 'cat >'", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, []byte(kib), "sh", "-c", "cat > "+e.path("lat/w-base.txt"))
+		}},
+		"edit": {"kubectl exec sed -i", func(ctx context.Context, t *toggle) error {
+			o, n := t.pair()
+			return run(ctx, nil, "sed", "-i", "s/line "+o+"/line "+n+"/", e.path("lat/e-base.txt"))
+		}},
+		"true": {"kubectl exec true", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, nil, "true")
+		}},
+		"ls100": {"kubectl exec ls", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, nil, "ls", "-a", e.path("lat/d100"))
+		}},
+		"grep10k": {"kubectl exec rg -n", func(ctx context.Context, _ *toggle) error {
+			return run(ctx, nil, "sh", "-c", "cd "+e.work+" && if command -v rg >/dev/null; then rg -n needle tree; else grep -rn needle tree; fi")
+		}},
+	}
 }
 
 func localBaselines(e *env) map[string]baseline {

@@ -224,6 +224,14 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 		bs.Notes = append(bs.Notes, "latency only (no throughput or concurrency runs on gVisor)")
 		return
 	}
+	if e.name == "k8s" {
+		// Latency and the first call: the transfers have no kubectl
+		// baseline here yet.
+		bname, bf := firstCallBaseline(e)
+		bs.First = firstCalls(ctx, o, p, e, e.spec, bname, bf)
+		bs.Notes = append(bs.Notes, "latency and first call only (pods/exec; baselines are kubectl exec into the same pod)")
+		return
+	}
 	bs.Throughput = throughput(ctx, o, p, e)
 	bs.Concurrency = concurrency(ctx, p, e, 3)
 	if nh != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path"
 	"strconv"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	sshops "github.com/pi-sandbox/pi-sandbox/ops/ssh"
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
@@ -37,6 +39,10 @@ type env struct {
 	// docker
 	container string
 	user      string
+	// k8s
+	pod        string
+	kubeconfig string
+	kubectl    string
 	// ssh
 	sshd *sshtest.Server
 	tb   *harnessTB
@@ -56,13 +62,15 @@ func (e *env) close() {
 
 // childSpec tells a child process how to open the same target.
 type childSpec struct {
-	Backend   string        `json:"backend"`
-	WorkDir   string        `json:"workDir"`
-	Container string        `json:"container,omitempty"`
-	User      string        `json:"user,omitempty"`
-	SSH       sshops.Config `json:"ssh"`
-	Shim      string        `json:"shim"`
-	NoHelper  bool          `json:"noHelper,omitempty"`
+	Backend    string        `json:"backend"`
+	WorkDir    string        `json:"workDir"`
+	Container  string        `json:"container,omitempty"`
+	User       string        `json:"user,omitempty"`
+	SSH        sshops.Config `json:"ssh"`
+	Pod        string        `json:"pod,omitempty"`
+	Kubeconfig string        `json:"kubeconfig,omitempty"`
+	Shim       string        `json:"shim"`
+	NoHelper   bool          `json:"noHelper,omitempty"`
 }
 
 // openEnv opens backend name; an error means the backend is skipped, with
@@ -83,6 +91,8 @@ func openEnv(ctx context.Context, o *options, name string) (*env, error) {
 		e, err = openDockerEnv(ctx, o, o.runscImage, "runsc")
 	case "ssh":
 		e, err = openSSHEnv(ctx, o)
+	case "k8s":
+		e, err = openK8sEnv(ctx, o)
 	default:
 		return nil, fmt.Errorf("unknown backend %q", name)
 	}
@@ -102,19 +112,27 @@ func openEnv(ctx context.Context, o *options, name string) (*env, error) {
 // wrap confines the raw backend as sandbox.OpenBackend does (working directory and
 // spill directory) and builds the loop over tools.All.
 func (e *env) wrap(ctx context.Context) error {
-	info := e.raw.Info()
+	var err error
+	e.sb, e.lp, err = confinedLoop(ctx, e.raw)
+	e.work = e.raw.Info().WorkDir
+	return err
+}
+
+// confinedLoop confines raw to its working and spill directories and
+// builds the loop over tools.All (a scenario's second session or its own
+// container use it too).
+func confinedLoop(ctx context.Context, raw ops.Backend) (ops.Backend, *loop.Loop, error) {
+	info := raw.Info()
 	roots := []sandbox.Root{{Path: info.WorkDir}}
 	if info.SpillDir != "" {
 		roots = append(roots, sandbox.Root{Path: info.SpillDir})
 	}
-	cb, err := sandbox.Confine(ctx, e.raw, roots)
+	cb, err := sandbox.Confine(ctx, raw, roots)
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	e.sb = cb
-	e.lp, err = loop.New(tools.All(cb))
-	e.work = info.WorkDir
-	return err
+	lp, err := loop.New(tools.All(cb))
+	return cb, lp, err
 }
 
 // openBackend opens a raw backend from a spec (used by children and by
@@ -131,6 +149,8 @@ func openBackend(ctx context.Context, s childSpec) (ops.Backend, error) {
 		c.ShimBinary = s.Shim
 		c.NoHelper = s.NoHelper
 		return sshops.New(ctx, c)
+	case "k8s":
+		return k8s.New(ctx, k8s.Config{Kubeconfig: s.Kubeconfig, Pod: s.Pod, WorkDir: s.WorkDir, ShimBinary: s.Shim, NoHelper: s.NoHelper})
 	}
 	return nil, fmt.Errorf("unknown backend %q", s.Backend)
 }
@@ -225,4 +245,57 @@ func runOut(ctx context.Context, b ops.Backend, command string, timeout time.Dur
 	var sb strings.Builder
 	err := b.Run(ctx, &ops.Cmd{Command: command, Output: &sb, Timeout: timeout})
 	return sb.String(), err
+}
+
+// openK8sEnv makes an up pod (the image as the cluster's containerd knows
+// it: make cluster imports the project's) on the cluster $KUBECONFIG names
+// and opens the backend on it, as `pi-sandbox tool --backend k8s --pod`
+// does. The pod is deleted at the end.
+func openK8sEnv(ctx context.Context, o *options) (*env, error) {
+	kc := os.Getenv("KUBECONFIG")
+	if kc == "" {
+		return nil, fmt.Errorf("KUBECONFIG is not set (make cluster prints a cluster's kubeconfig)")
+	}
+	e := &env{name: "k8s", kubeconfig: kc, kubectl: path.Join(path.Dir(kc), "bin", "kubectl")}
+	if _, err := os.Stat(e.kubectl); err != nil {
+		if e.kubectl, err = exec.LookPath("kubectl"); err != nil {
+			return nil, fmt.Errorf("no kubectl for the baselines (next to the kubeconfig or in PATH)")
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	cfg := k8s.Config{Kubeconfig: kc, Image: o.image, Labels: map[string]string{benchLabel: strconv.Itoa(os.Getpid())}, ShimBinary: o.shim}
+	c, err := k8s.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
+	name, err := k8s.Up(cctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	e.pod = name
+	e.closers = append(e.closers, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		k8s.Down(ctx, c, name)
+	})
+	b, err := k8s.New(cctx, k8s.Config{Kubeconfig: kc, Pod: name, ShimBinary: o.shim})
+	if err != nil {
+		return e, err
+	}
+	e.raw = b
+	e.closers = append(e.closers, func() { b.Close() })
+	work := b.Info().WorkDir
+	e.cli = []string{"--backend", "k8s", "--kubeconfig", kc, "--pod", name, "--workdir", work}
+	e.spec = childSpec{Backend: "k8s", WorkDir: work, Pod: name, Kubeconfig: kc, Shim: o.shim}
+	return e, nil
+}
+
+// kubectlExec is `kubectl exec` into the bench pod.
+func (e *env) kubectlExec(stdin bool, argv ...string) []string {
+	a := []string{"--kubeconfig", e.kubeconfig, "exec"}
+	if stdin {
+		a = append(a, "-i")
+	}
+	return append(append(a, e.pod, "--"), argv...)
 }

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"strings"
 	"time"
-
-	"github.com/pi-sandbox/pi-sandbox/loop"
 )
 
 // escapeAttempts tries to read or change a file outside the confinement
@@ -52,14 +50,9 @@ echo "$d"`, secret)
 	}
 	r.Trials = len(attempts)
 	for _, a := range attempts {
-		b := e.lp.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: a.tool, Arguments: []byte(jsonArgs(a.args))}}, nil)
-		res := b.Results[0].Result
+		res := call(ctx, e.lp, a.tool, a.args)
 		text := resultText(res)
-		full := ""
-		for _, c := range res.Content {
-			full += c.Text
-		}
-		escaped := strings.Contains(full, secret)
+		escaped := strings.Contains(fullText(res), secret)
 		// Did the outside directory change?
 		chk, _ := runOut(ctx, e.raw, fmt.Sprintf("cat %s/secret.txt; ls %s", outside, outside), 30*time.Second)
 		if !strings.Contains(chk, secret) || strings.Contains(chk, "new.txt") {

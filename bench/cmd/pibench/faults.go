@@ -330,6 +330,9 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	if o.helperOnly {
 		return helperFaults(ctx, o, p, e)
 	}
+	if o.hardeningOnly {
+		return hardeningFaults(ctx, o, p, e)
+	}
 	var rows []scenResult
 	few := max(o.trials/10, 5)
 	add := func(r scenResult, name string) {
@@ -373,6 +376,7 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	rows = append(rows, helperFaults(ctx, o, p, e)...)
 	p.step("%s: escape attempts", e.name)
 	rows = append(rows, escapeAttempts(ctx, e)...)
+	rows = append(rows, hardeningFaults(ctx, o, p, e)...)
 	return rows
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strconv"
 	"strings"
 	"time"
 
@@ -105,7 +104,7 @@ func longPauseTrial(ctx context.Context, e *env, t tagger, i int) trialOut {
 	unpause()
 	// No exec may have been started into the paused container (the probe
 	// ran before the pause; nothing of ours execs during it).
-	evs, err := runExt2(ctx, "docker", "events", "--since", strconv.FormatInt(pauseAt.Unix(), 10), "--until", strconv.FormatInt(until.Unix()-1, 10),
+	evs, err := runExt2(ctx, "docker", "events", "--since", eventTime(pauseAt), "--until", eventTime(until),
 		"--filter", "container="+e.container, "--filter", "event=exec_create", "--format", "{{.Action}}")
 	if err != nil {
 		notes = append(notes, "docker events: "+err.Error())
@@ -165,3 +164,7 @@ func runExt2(ctx context.Context, name string, args ...string) (string, error) {
 	out, err := exec.CommandContext(ctx, name, args...).Output()
 	return string(out), err
 }
+
+// eventTime is t for docker events --since/--until, to the nanosecond (whole
+// seconds would count the probe's exec just before the pause).
+func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }

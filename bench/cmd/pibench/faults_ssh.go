@@ -87,10 +87,18 @@ func sshFaults(ctx context.Context, o *options, p *progress, e *env, n int) []sc
 	// Every sshd process of the connections killed (a crash): the call in
 	// flight fails with a transport error; the next call reconnects; the
 	// orphaned tree must not survive.
+	// On a connection of its own: pb's may still be served by session
+	// processes that outlived the restart above, which are no longer
+	// descendants of the listener and so out of killConnectionProcs' reach.
+	cb, err := sshops.New(ctx, cfg)
+	if err != nil {
+		return append(rows, scenResult{Backend: "ssh", Scenario: "connection processes killed", Skipped: err.Error()})
+	}
+	defer cb.Close()
 	t = newTagger()
 	p.step("ssh: connection processes killed mid-command ×%d", n)
 	r = trials(p, "ssh crash", n, 1, func(i int) trialOut {
-		return inFlightFault(ctx, pb, t, i, func() { killConnectionProcs(e) })
+		return inFlightFault(ctx, cb, t, i, func() { killConnectionProcs(e) })
 	})
 	time.Sleep(2 * time.Second)
 	r.Survivors, r.Note = countSurvivors(ctx, e.raw, t)

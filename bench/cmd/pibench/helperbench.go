@@ -136,6 +136,11 @@ func firstCallBaseline(e *env) (string, func(context.Context) error) {
 			_, err := runExt(ctx, nil, "ssh", e.sshArgs(fresh, "true")...)
 			return err
 		}
+	case "k8s":
+		return "kubectl exec true", func(ctx context.Context) error {
+			_, err := runExt(ctx, nil, e.kubectl, e.kubectlExec(false, "true")...)
+			return err
+		}
 	case "local":
 		return "sh -c true", func(ctx context.Context) error {
 			_, err := runExt(ctx, nil, "sh", "-c", "true")

@@ -107,28 +107,46 @@ func callTool(ctx context.Context, lp *loop.Loop, name, args string) (*loop.Resu
 	return r, nil
 }
 
+// resultText is a result's text, cut at 300 bytes for a report.
 func resultText(r *loop.Result) string {
-	var sb strings.Builder
-	for _, c := range r.Content {
-		sb.WriteString(c.Text)
-	}
-	s := sb.String()
+	s := fullText(r)
 	if len(s) > 300 {
 		s = s[:300] + "…"
 	}
 	return s
 }
 
+// fullText is the whole text of a result.
+func fullText(r *loop.Result) string {
+	var sb strings.Builder
+	for _, c := range r.Content {
+		sb.WriteString(c.Text)
+	}
+	return sb.String()
+}
+
 // cliTool runs `pi-sandbox tool FLAGS NAME ARGS` and checks it printed a
 // result that is not an error.
 func cliTool(ctx context.Context, o *options, e *env, name, args string) (*os.ProcessState, error) {
+	return cliToolWatch(ctx, o, e, name, args, nil)
+}
+
+// cliToolWatch is cliTool calling started with the process's pid once it
+// runs.
+func cliToolWatch(ctx context.Context, o *options, e *env, name, args string, started func(pid int)) (*os.ProcessState, error) {
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.bin, append(append([]string{"tool"}, e.cli...), name, args)...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err := cmd.Start()
+	if err == nil {
+		if started != nil {
+			started(cmd.Process.Pid)
+		}
+		err = cmd.Wait()
+	}
 	if err != nil {
 		return cmd.ProcessState, fmt.Errorf("pi-sandbox tool %s: %v: %s", name, err, firstLine(errb.String()))
 	}

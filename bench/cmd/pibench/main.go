@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,ssh] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,ssh,k8s] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -25,17 +25,18 @@ import (
 
 // options are the flags both commands share.
 type options struct {
-	quick      bool
-	backends   []string
-	out        string
-	bin        string // the pi-sandbox CLI under test
-	shim       string // the slim in-target binary (pi-sandbox-shim)
-	image      string
-	trials     int
-	parallel   int
-	helperOnly bool
-	cliN       int
-	n          int
+	quick         bool
+	backends      []string
+	out           string
+	bin           string // the pi-sandbox CLI under test
+	shim          string // the slim in-target binary (pi-sandbox-shim)
+	image         string
+	trials        int
+	parallel      int
+	helperOnly    bool
+	hardeningOnly bool
+	cliN          int
+	n             int
 
 	// runscImage is the image of the "runsc" backend (docker on gVisor):
 	// busybox, since GNU coreutils' stat fails under Debian 12's runsc.
@@ -69,7 +70,7 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
-	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,ssh — runsc is docker on gVisor, latency only; faults default local,docker,ssh)")
+	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,ssh,k8s — runsc is docker on gVisor, latency only; k8s needs $KUBECONFIG; faults default local,docker,ssh)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
 	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
 	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox CLI under test")
@@ -81,6 +82,7 @@ func main() {
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
 	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
+	fs.BoolVar(&o.hardeningOnly, "hardening-only", false, "faults: only the replays of the adversarial run's defects (issue 17)")
 	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 8s, -quick 4s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
@@ -92,7 +94,7 @@ func main() {
 	if *backends == "" {
 		*backends = "local,docker,ssh"
 		if cmd == "bench" {
-			*backends = "local,docker,runsc,ssh"
+			*backends = "local,docker,runsc,ssh,k8s"
 		}
 	}
 	for _, b := range strings.Split(*backends, ",") {

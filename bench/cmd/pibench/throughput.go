@@ -11,7 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
@@ -93,14 +93,11 @@ func throughput(ctx context.Context, o *options, p *progress, e *env) []throughp
 	if e.cli != nil {
 		p.step("%s: 1 GiB through the CLI", e.name)
 		t := time.Now()
-		st, err := cliTool(ctx, o, e, "bash", jsonArgs(map[string]any{"command": emit}))
+		var hwm atomic.Int64
+		_, err := cliToolWatch(ctx, o, e, "bash", jsonArgs(map[string]any{"command": emit}), func(pid int) { watchHWM(ctx, pid, &hwm) })
 		d := time.Since(t)
 		r := throughputRow{What: "bash 1 GiB output", Via: "CLI pi-sandbox tool bash", Bytes: gib, Seconds: d.Seconds(), MBps: mbps(gib, d)}
-		if st != nil {
-			if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
-				r.PeakRSSMiB = float64(ru.Maxrss) / 1024
-			}
-		}
+		r.PeakRSSMiB = float64(hwm.Load()) / 1024
 		if err != nil {
 			r.Err = err.Error()
 		}
@@ -191,9 +188,31 @@ func rssChild(ctx context.Context, args []string) int {
 	return 0
 }
 
+// watchHWM samples the VmHWM of process pid into max until it exits. The
+// rusage of a child (ru_maxrss) cannot serve: a child started with vfork
+// is charged the parent's resident set until its exec, so it reported this
+// benchmark's own size. A growth in the last sampling interval is missed.
+func watchHWM(ctx context.Context, pid int, max *atomic.Int64) {
+	go func() {
+		for ctx.Err() == nil {
+			v := vmHWMOf(strconv.Itoa(pid))
+			if v == 0 {
+				return // gone
+			}
+			if v > max.Load() {
+				max.Store(v)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+}
+
 // vmHWM is this process's peak resident set size in KiB.
-func vmHWM() int64 {
-	f, err := os.Open("/proc/self/status")
+func vmHWM() int64 { return vmHWMOf("self") }
+
+// vmHWMOf is process pid's peak resident set size in KiB (0: none).
+func vmHWMOf(pid string) int64 {
+	f, err := os.Open("/proc/" + pid + "/status")
 	if err != nil {
 		return 0
 	}

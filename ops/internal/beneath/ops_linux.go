@@ -25,6 +25,9 @@ const writeFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC | u
 // final link unless flag has O_NOFOLLOW, or O_CREATE|O_EXCL (which never
 // follows one: a link there is EEXIST). Write flags need a writable root.
 func (s *Set) OpenFile(name string, flag int, perm fs.FileMode) (*os.File, error) {
+	if f, ok := s.openFast(name, flag); ok {
+		return f, nil
+	}
 	w, err := s.walk("open", name)
 	if err != nil {
 		return nil, err
@@ -84,29 +87,15 @@ func (s *Set) Lstat(name string) (fs.FileInfo, error) { return s.stat("lstat", n
 // ReadDir lists the directory name sorted by name. Entries are stated
 // (without following links) through the directory's fd when listed.
 func (s *Set) ReadDir(name string) ([]fs.DirEntry, error) {
-	w, err := s.walk("scandir", name)
+	fd, name, err := s.openDir(name)
 	if err != nil {
 		return nil, err
 	}
-	defer w.close()
-	_, ent, _, err := w.resolve(true, false)
-	if err != nil {
-		return nil, w.fail("scandir", err, false)
-	}
-	if ent < 0 {
-		return nil, pathErr("scandir", w.name, syscall.ENOENT)
-	}
-	// Reopen the very directory the walk found, for reading.
-	fd, err := unix.Openat(ent, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	unix.Close(ent)
-	if err != nil {
-		return nil, pathErr("scandir", w.name, err)
-	}
-	d := os.NewFile(uintptr(fd), w.name)
+	d := os.NewFile(uintptr(fd), name)
 	defer d.Close()
 	names, err := d.Readdirnames(-1)
 	if err != nil {
-		return nil, pathErr("scandir", w.name, errnoOf(err))
+		return nil, pathErr("scandir", name, errnoOf(err))
 	}
 	es := make([]fs.DirEntry, 0, len(names))
 	for _, n := range names {
@@ -115,12 +104,36 @@ func (s *Set) ReadDir(name string) ([]fs.DirEntry, error) {
 			if err == syscall.ENOENT {
 				continue // removed since it was listed
 			}
-			return nil, pathErr("scandir", w.name, err)
+			return nil, pathErr("scandir", name, err)
 		}
 		es = append(es, dirEntry{newInfo(n, &st)})
 	}
 	slices.SortFunc(es, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 	return es, nil
+}
+
+// openDir opens the directory name for listing: the walk resolves it, then
+// the very directory it found is reopened for reading. name comes back
+// cleaned, for errors.
+func (s *Set) openDir(name string) (int, string, error) {
+	w, err := s.walk("scandir", name)
+	if err != nil {
+		return -1, name, err
+	}
+	defer w.close()
+	_, ent, _, err := w.resolve(true, false)
+	if err != nil {
+		return -1, w.name, w.fail("scandir", err, false)
+	}
+	if ent < 0 {
+		return -1, w.name, pathErr("scandir", w.name, syscall.ENOENT)
+	}
+	fd, err := unix.Openat(ent, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	unix.Close(ent)
+	if err != nil {
+		return -1, w.name, pathErr("scandir", w.name, err)
+	}
+	return fd, w.name, nil
 }
 
 // errnoOf unwraps the syscall.Errno of an os error.

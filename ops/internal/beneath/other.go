@@ -32,3 +32,5 @@ func (s *Set) MkdirAll(name string, perm fs.FileMode) error {
 func (s *Set) WriteFileAtomic(name string, data io.Reader, perm fs.FileMode) error {
 	return errors.ErrUnsupported
 }
+
+func (s *Set) ReadDirTypes(name string) ([]fs.DirEntry, error) { return nil, errors.ErrUnsupported }

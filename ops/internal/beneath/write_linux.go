@@ -20,7 +20,9 @@ const keptBits = 0o7777
 // the real path is resolved (through links; a dangling final link creates
 // its target), and in that directory's fd an exclusive temp file with an
 // unpredictable name gets the data, the mode (and, as root, the owner) of
-// an existing file, an fsync, and is renamed onto the name. A new file gets
+// an existing file, an fsync, and is renamed onto the name (the directory
+// is not synced: after a power cut the name holds the old content or the
+// new, whole; a second fsync per write would double its cost). A new file gets
 // perm minus the umask. Where the directory is not writable (EACCES, EPERM,
 // EROFS) or the rename cannot work (EBUSY, EXDEV: a bind-mounted file), the
 // file is written in place instead. A nil data writes an empty file.
@@ -117,10 +119,6 @@ func (s *Set) WriteFileAtomic(name string, data io.Reader, perm fs.FileMode) err
 	}
 	if err := tf.Close(); err != nil {
 		return pathErr("close", w.name, errnoOf(err))
-	}
-	if d, err := unix.Openat(f.dir, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		_ = unix.Fsync(d) // make the rename durable; some file systems refuse
-		unix.Close(d)
 	}
 	return nil
 }

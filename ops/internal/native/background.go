@@ -33,7 +33,6 @@ const closeWait = 2 * time.Second
 // closes.
 type background struct {
 	max      int
-	logDir   string
 	lifeline *os.File // read end given to every shim; the write end dies with this process
 	keep     *os.File // the write end
 
@@ -49,7 +48,7 @@ type bgGroup struct {
 	done    chan struct{}
 }
 
-func newBackground(max int, logDir string) (*background, error) {
+func newBackground(max int) (*background, error) {
 	if max <= 0 {
 		max = DefaultMaxBackground
 	}
@@ -57,7 +56,7 @@ func newBackground(max int, logDir string) (*background, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &background{max: max, logDir: logDir, lifeline: r, keep: w, procs: map[int]*bgGroup{}}, nil
+	return &background{max: max, lifeline: r, keep: w, procs: map[int]*bgGroup{}}, nil
 }
 
 // full reports whether another group would exceed the limit.
@@ -67,11 +66,19 @@ func (g *background) full() bool {
 	return len(g.procs) >= g.max
 }
 
-// logPath names a fresh log file for one command's background output.
-func (g *background) logPath() string {
+// limit returns the limit.
+func (g *background) limit() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.max
+}
+
+// logPath names a fresh log file in dir for one command's background
+// output.
+func logPath(dir string) string {
 	var rnd [8]byte
 	rand.Read(rnd[:])
-	return filepath.Join(g.logDir, "pi-bg-"+hex.EncodeToString(rnd[:])+".log")
+	return filepath.Join(dir, "pi-bg-"+hex.EncodeToString(rnd[:])+".log")
 }
 
 // adopt registers a detached shim; waitCh delivers its exit.

@@ -59,6 +59,14 @@ type Config struct {
 	// DefaultMaxBackground); a command that would leave one more gets
 	// ops.ErrBackgroundLimit and its leftovers are killed.
 	MaxBackground int
+	// Registry, when set with Background, owns the background processes
+	// instead of the backend: several backends share it (the limit counts
+	// them all, Processes lists them all) and Close leaves them running;
+	// Registry.Close kills them. MaxBackground is then ignored.
+	Registry *Registry
+	// WarmShim keeps a shim started ahead of the next command (warm.go),
+	// for a backend that runs many (the helper); it needs the shim.
+	WarmShim bool
 }
 
 // Backend is the local ops backend. It is safe for concurrent use.
@@ -70,6 +78,8 @@ type Backend struct {
 	umask     os.FileMode
 	ownsSpill bool
 	bg        *background // nil without Config.Background
+	sharedBG  bool        // bg is a Registry's: Close leaves it
+	warm      *warmPool   // nil without Config.WarmShim
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -145,12 +155,17 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		home = "/"
 	}
 	if cfg.Background && b.shim != "" {
-		if b.bg, err = newBackground(cfg.MaxBackground, spill); err != nil {
+		if cfg.Registry != nil {
+			b.bg, b.sharedBG = cfg.Registry.g, true
+		} else if b.bg, err = newBackground(cfg.MaxBackground); err != nil {
 			return nil, fmt.Errorf("local: background: %w", err)
 		}
 		caps = append(caps, "background")
 	} else {
 		limits = append(limits, "processes a command leaves running die when it ends")
+	}
+	if cfg.WarmShim && b.shim != "" && runtime.GOOS == "linux" {
+		b.warm = newWarmPool(b)
 	}
 	b.info = ops.Info{
 		Backend:      "local",
@@ -181,7 +196,10 @@ func (b *Backend) Info() ops.Info {
 // twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
-		if b.bg != nil {
+		if b.warm != nil {
+			b.warm.close()
+		}
+		if b.bg != nil && !b.sharedBG {
 			b.bg.close()
 		}
 		if b.ownsSpill {

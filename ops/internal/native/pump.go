@@ -26,7 +26,7 @@ func startPump(r *os.File, out io.Writer) *pump {
 
 func (p *pump) run() {
 	defer close(p.done)
-	buf := make([]byte, 64<<10)
+	buf := make([]byte, pumpBuf)
 	for {
 		n, rerr := p.r.Read(buf)
 		if n > 0 && p.err == nil {

@@ -83,74 +83,96 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		shellArgs = []string{b.shell, "-c", `. "$0"`, f.Name()}
 	}
 	var cmd *exec.Cmd
-	logPath := ""
+	bgLog := ""
+	var shimArgs []string // after `__shim run`
 	if shimPath != "" {
-		args := []string{"__shim", "run"}
 		if b.bg != nil {
 			// Processes left running are kept (the shim detaches) unless
 			// the sandbox owns its limit of them already.
 			if b.bg.full() {
-				args = append(args, "--refuse-detach")
+				shimArgs = append(shimArgs, "--refuse-detach")
 			} else {
-				logPath = b.bg.logPath()
-				args = append(args, "--detach", logPath)
+				bgLog = logPath(b.info.SpillDir)
+				shimArgs = append(shimArgs, "--detach", bgLog)
 			}
-			args = append(args, "--lifeline", "3")
+			shimArgs = append(shimArgs, "--lifeline", "3")
 		}
-		cmd = exec.Command(shimPath, append(append(args, "--"), shellArgs...)...)
-		if b.bg != nil {
-			cmd.ExtraFiles = []*os.File{b.bg.lifeline}
-		}
-	} else {
-		cmd = exec.Command(shellArgs[0], shellArgs[1:]...)
 	}
-	cmd.Dir = dir
-	cmd.Env = mergeEnv(base, c.Env)
-	if shimPath != "" && shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
-		cmd.Env = append(cmd.Env, shimEnvExtra)
+	env := mergeEnv(base, c.Env)
+	if shimPath != "" && shimEnvExtra != "" && !hasKey(env, "GORACE") {
+		env = append(env, shimEnvExtra)
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return fmt.Errorf("local: pipe: %w", err)
+	var (
+		pr     *os.File
+		diag   *shimDiag
+		waitCh chan error
+		start  time.Time
+	)
+	if w := b.takeWarm(shimPath); w != nil {
+		// A shim started ahead: it checks the directory itself (a missing
+		// one is its "start: chdir" report).
+		if err := w.send(append(append(shimArgs, "--dir", dir, "--"), shellArgs...), env); err == nil {
+			cmd, pr, diag, waitCh, start = w.cmd, w.out, w.diag, w.waitCh, time.Now()
+		} else {
+			w.discard()
+		}
 	}
-	// One pipe for both: the kernel keeps the order of the writes.
-	cmd.Stdout, cmd.Stderr = pw, pw
-	var diag *shimDiag
-	if shimPath != "" {
-		// The shim merges the command's stderr into its stdout itself and
-		// keeps its own stderr for its status lines.
-		if diag, err = newShimDiag(); err != nil {
-			pr.Close()
-			pw.Close()
+	if cmd == nil {
+		if shimPath != "" {
+			cmd = exec.Command(shimPath, append(append(append([]string{"__shim", "run"}, shimArgs...), "--"), shellArgs...)...)
+			if b.bg != nil {
+				cmd.ExtraFiles = []*os.File{b.bg.lifeline}
+			}
+		} else {
+			cmd = exec.Command(shellArgs[0], shellArgs[1:]...)
+		}
+		cmd.Dir = dir
+		cmd.Env = env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+
+		var pw *os.File
+		var err error
+		pr, pw, err = os.Pipe()
+		if err != nil {
 			return fmt.Errorf("local: pipe: %w", err)
 		}
-		cmd.Stderr = diag.w
-	}
-	start := time.Now()
-	err = cmd.Start()
-	pw.Close()
-	if diag != nil {
-		diag.started()
-	}
-	if err != nil {
-		pr.Close()
+		growPipe(pw)
+		// One pipe for both: the kernel keeps the order of the writes.
+		cmd.Stdout, cmd.Stderr = pw, pw
+		if shimPath != "" {
+			// The shim merges the command's stderr into its stdout itself and
+			// keeps its own stderr for its status lines.
+			if diag, err = newShimDiag(); err != nil {
+				pr.Close()
+				pw.Close()
+				return fmt.Errorf("local: pipe: %w", err)
+			}
+			cmd.Stderr = diag.w
+		}
+		start = time.Now()
+		err = cmd.Start()
+		pw.Close()
 		if diag != nil {
-			diag.r.Close()
+			diag.started()
 		}
-		var pe *os.PathError
-		if shimPath != "" && !(errors.As(err, &pe) && pe.Op == "chdir") {
-			// The shim binary itself could not run (deleted or replaced
-			// since New): run plainly rather than fail the command.
-			return b.run(ctx, c, base, "")
+		if err != nil {
+			pr.Close()
+			if diag != nil {
+				diag.r.Close()
+			}
+			var pe *os.PathError
+			if shimPath != "" && !(errors.As(err, &pe) && pe.Op == "chdir") {
+				// The shim binary itself could not run (deleted or replaced
+				// since New): run plainly rather than fail the command.
+				return b.run(ctx, c, base, "")
+			}
+			return startError(dir, b.shell, err)
 		}
-		return startError(dir, b.shell, err)
+		waitCh = make(chan error, 1)
+		go func() { waitCh <- cmd.Wait() }()
 	}
 	pgid := cmd.Process.Pid
-
-	waitCh := make(chan error, 1)
-	go func() { waitCh <- cmd.Wait() }()
 
 	out := c.Output
 	if out == nil {
@@ -233,7 +255,7 @@ loop:
 	if detached && reason == stopNone {
 		pm.drain(drainWait, drainLimit)
 		diag.wait()
-		b.bg.adopt(cmd, c.Command, logPath, waitCh)
+		b.bg.adopt(cmd, c.Command, bgLog, waitCh)
 		if shellEnd == nil {
 			return fmt.Errorf("local: %w: the shim detached without the command's status", ops.ErrExitUnknown)
 		}
@@ -270,7 +292,7 @@ loop:
 		return fmt.Errorf("local: output: %w", pm.err)
 	}
 	if diag != nil && diag.refused.Load() {
-		return fmt.Errorf("local: %w: the sandbox owns %d background process groups already; the processes this command left running were killed (list them with `ps`, stop one with `kill PID`)", ops.ErrBackgroundLimit, b.bg.max)
+		return fmt.Errorf("local: %w: the sandbox owns %d background process groups already; the processes this command left running were killed (list them with `ps`, stop one with `kill PID`)", ops.ErrBackgroundLimit, b.bg.limit())
 	}
 	return exitError(waitErr)
 }
@@ -306,6 +328,10 @@ func startError(dir, shell string, err error) error {
 		return &ops.StartError{Err: mapErr("chdir", dir, pe.Err)}
 	}
 	var se syscall.Errno
+	if errors.As(err, &se) && se == syscall.EAGAIN {
+		// fork/clone: a pids limit or RLIMIT_NPROC.
+		return &ops.StartError{Err: fmt.Errorf("%w (%w)", ops.ErrProcessLimit, err)}
+	}
 	if errors.As(err, &se) {
 		return &ops.StartError{Err: mapErr("exec", shell, se)}
 	}

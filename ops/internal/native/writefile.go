@@ -93,10 +93,8 @@ func (b *Backend) WriteFile(ctx context.Context, name string, data []byte, perm 
 		}
 		return mapErr("rename", name, err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync() // make the rename durable; some file systems refuse
-		d.Close()
-	}
+	// The directory is not synced (as beneath.WriteFileAtomic): after a
+	// power cut the name holds the old content or the new, whole.
 	return nil
 }
 

@@ -1,9 +1,10 @@
-// Package shellproc builds the small POSIX sh scripts that the docker
-// backend uses to run a command as a killable process tree (DESIGN §4). (The
+// Package shellproc builds the small POSIX sh scripts that the exec
+// fallback (ops/internal/execops: docker without the helper, next
+// Kubernetes) uses to run a command as a killable process tree (DESIGN §4). (The
 // ssh backend has its own runner, ops/ssh/run.go: one session per command,
 // whose stderr is the command's, so it cannot use this control channel.)
 //
-// Docker cannot kill a tree: it has no exec-kill API. So every command runs
+// Docker (and pods/exec) cannot kill a tree: there is no exec-kill API. So every command runs
 // under a wrapper, started as `/bin/sh -c WRAPPER` through the transport,
 // that
 //

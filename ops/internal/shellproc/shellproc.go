@@ -198,7 +198,16 @@ type Control struct {
 	Done bool
 	// ProbeBefore and ProbeAfter are the values Spec.Probe reported.
 	ProbeBefore, ProbeAfter string
+	// ForkFailed is set when the wrapper's shell or the shim said it could
+	// not fork (or create a thread): a process limit was reached.
+	ForkFailed bool
 }
+
+// forkFailures are what shells and the Go runtime print when fork or
+// clone fails with EAGAIN: busybox ash, dash, bash ("fork: retry: ...",
+// "fork: Resource temporarily unavailable"), and a Go shim that cannot
+// start a thread.
+var forkFailures = []string{"can't fork", "cannot fork", "Cannot fork", "fork: retry", "fork: Resource temporarily unavailable", "failed to create new OS thread", "pthread_create failed"}
 
 // ParseControl parses the wrapper's stderr. dir is the Spec's Dir, used as
 // the path of a chdir failure. Lines without the prefix are ignored.
@@ -223,6 +232,11 @@ func (c *Control) ParseLine(line, dir string) {
 	}
 	rest, ok := strings.CutPrefix(line, ControlPrefix)
 	if !ok {
+		for _, f := range forkFailures {
+			if strings.Contains(line, f) {
+				c.ForkFailed = true
+			}
+		}
 		return
 	}
 	word, arg, _ := strings.Cut(rest, " ")

@@ -339,3 +339,19 @@ func TestScriptRejects(t *testing.T) {
 		}
 	}
 }
+
+func TestParseControlForkFailed(t *testing.T) {
+	for _, l := range []string{
+		"sh: can't fork: Resource temporarily unavailable",
+		"/bin/sh: 3: Cannot fork",
+		"bash: fork: retry: Resource temporarily unavailable",
+		"runtime: failed to create new OS thread (have 2 already; errno=11)",
+	} {
+		if c := ParseControl([]byte(l+"\n"), "/w"); !c.ForkFailed {
+			t.Errorf("%q: ForkFailed not set", l)
+		}
+	}
+	if c := ParseControl([]byte(ControlPrefix+"exit 1\nsome other noise\n"), "/w"); c.ForkFailed {
+		t.Error("ForkFailed set without a fork failure")
+	}
+}

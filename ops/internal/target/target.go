@@ -1,6 +1,8 @@
-// Package target maps what a target reports about itself (uname) to Go's
-// spelling, for the docker and ssh backends: one map, so both pick the same
-// shim for the same machine.
+// Package target holds what the backends share about their targets: one
+// map from what a target reports about itself (uname) to Go's spelling, so
+// every backend picks the same shim for the same machine, and one parser of
+// the HOST:TARGET[:ro] mount flag and the zero-value rule of resource
+// limits (docker and k8s).
 package target
 
 import "strings"

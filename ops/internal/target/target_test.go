@@ -25,3 +25,9 @@ func TestGOOS(t *testing.T) {
 		t.Errorf("GOOS(Linux) = %q", got)
 	}
 }
+
+func TestLimit(t *testing.T) {
+	if Limit(int64(0), 7) != 7 || Limit(int64(-1), 7) != 0 || Limit(int64(3), 7) != 3 || Limit(0.0, 2.5) != 2.5 {
+		t.Error("Limit: zero must give the default, a negative value none, any other itself")
+	}
+}

@@ -20,8 +20,8 @@ const Version = 1
 const (
 	PathHello  = "/v1/hello"  // Hello → HelloReply
 	PathRoots  = "/v1/roots"  // RootsRequest → RootsReply
-	PathFS     = "/v1/fs"     // FSRequest → FSReply (stat, lstat, readdir, mkdir, realpath, access, remove, countlines)
-	PathRead   = "/v1/read"   // FSRequest (header) → raw bytes
+	PathFS     = "/v1/fs"     // FSRequest → FSReply (stat, lstat, readdir, listdir, mkdir, realpath, access, remove, countlines)
+	PathRead   = "/v1/read"   // FSRequest (header) → raw bytes; with Check, the FileInfo in HeaderInfo
 	PathWrite  = "/v1/write"  // raw bytes, FSRequest in the header: an atomic WriteFile or a streaming OpenWriter
 	PathEdit   = "/v1/edit"   // EditRequest → empty: compare and replace under a per-file lock
 	PathSearch = "/v1/search" // SearchRequest → JSON lines of SearchLine, the last one Done
@@ -42,6 +42,9 @@ func Protocols() *http.Protocols {
 // bytes (read, write).
 const HeaderRequest = "X-Pi-Request"
 
+// HeaderInfo carries the FileInfo (JSON) of a checked read's file.
+const HeaderInfo = "X-Pi-Info"
+
 // StatusError is the HTTP status of a reply whose body is an *Error.
 const StatusError = 422
 
@@ -56,6 +59,11 @@ type Hello struct {
 	// MaxBackground bounds the background process groups (0: the
 	// helper's default).
 	MaxBackground int `json:"maxBackground,omitempty"`
+	// OOMCounter says the memory cgroup under /sys/fs/cgroup is the
+	// target's own (a container or pod): an OOM kill its counter shows
+	// during a command is the command's. Elsewhere (a host) it is not
+	// read.
+	OOMCounter bool `json:"oomCounter,omitempty"`
 }
 
 // HelloReply describes the target and the helper.
@@ -100,6 +108,12 @@ type FSRequest struct {
 	// Size is the length of an atomic write's body, so a cut body is never
 	// renamed into place.
 	Size int64 `json:"size,omitempty"`
+	// Parents makes an atomic write ops.WriteParentsFS's WriteFileParents.
+	Parents bool `json:"parents,omitempty"`
+	// Check makes a read ops.CheckedOpenFS's OpenChecked: Access with Mode,
+	// Stat, and the open only for a regular file (anything else: status 204
+	// and no body); the Stat's FileInfo is in HeaderInfo.
+	Check bool `json:"check,omitempty"`
 }
 
 // WriteStatus ends the reply of a streaming write.
@@ -114,6 +128,17 @@ type FSReply struct {
 	Path     Str        `json:"path,omitempty"`
 	Newlines int64      `json:"newlines,omitempty"`
 	Size     int64      `json:"size,omitempty"`
+	// Targets (listdir): for each entry that is a symbolic link, what it
+	// leads to.
+	Targets []LinkTarget `json:"targets,omitempty"`
+}
+
+// LinkTarget is what the symbolic link Entries[Index] leads to: Mode, or
+// Failed when its stat failed.
+type LinkTarget struct {
+	Index  int         `json:"i"`
+	Mode   fs.FileMode `json:"mode,omitempty"`
+	Failed bool        `json:"failed,omitempty"`
 }
 
 // FileInfo is an fs.FileInfo on the wire.
@@ -215,6 +240,38 @@ type RunRequest struct {
 	// Base, with HasBase, replaces the helper's base environment.
 	Base    []Str `json:"base,omitempty"`
 	HasBase bool  `json:"hasBase,omitempty"`
+	// Spill, when set, has the helper save the output in a file in the
+	// target as well (ops.SpillRunner); RunEnd.Spill says how it went.
+	Spill *SpillRequest `json:"spill,omitempty"`
+}
+
+// SpillRequest is an ops.Spill on the wire.
+type SpillRequest struct {
+	Path       Str    `json:"path"`
+	AfterBytes int64  `json:"afterBytes"`
+	AfterLines int64  `json:"afterLines"`
+	Cap        int64  `json:"cap"`
+	CapNote    string `json:"capNote,omitempty"`
+	// Skip: past SkipAfter bytes sent, hold the last SkipHold bytes back
+	// and send the rest as a FrameSkip (ops.Spill).
+	Skip      bool  `json:"skip,omitempty"`
+	SkipAfter int64 `json:"skipAfter,omitempty"`
+	SkipHold  int64 `json:"skipHold,omitempty"`
+}
+
+// Skip is the payload of a FrameSkip: ops.SkippedOutput.
+type Skip struct {
+	Raw      int64 `json:"raw"`
+	Decoded  int64 `json:"decoded"`
+	Newlines int64 `json:"newlines"`
+	LastLine int64 `json:"lastLine"`
+}
+
+// SpillEnd is the outcome of a SpillRequest.
+type SpillEnd struct {
+	Created bool   `json:"created,omitempty"`
+	Bytes   int64  `json:"bytes,omitempty"`
+	Err     *Error `json:"err,omitempty"`
 }
 
 // PSReply lists the background processes.
@@ -243,6 +300,7 @@ type KillRequest struct {
 const (
 	FrameOutput byte = 'o' // output bytes, verbatim
 	FrameEnd    byte = 'e' // RunEnd JSON; the last frame
+	FrameSkip   byte = 's' // Skip JSON: output saved in the target only
 )
 
 // MaxFrame bounds a frame's payload.
@@ -262,6 +320,8 @@ type RunEnd struct {
 	ShellRuntime  int64  `json:"shellRuntimeNs,omitempty"`
 	Err           *Error `json:"err,omitempty"`
 	Message       string `json:"message,omitempty"`
+	// Spill is the outcome of the request's Spill.
+	Spill *SpillEnd `json:"spill,omitempty"`
 }
 
 // WriteFrame writes one frame.
@@ -274,6 +334,13 @@ func WriteFrame(w io.Writer, kind byte, payload []byte) error {
 	}
 	_, err := w.Write(payload)
 	return err
+}
+
+// AppendFrame appends one frame to b (one write for header and payload).
+func AppendFrame(b []byte, kind byte, payload []byte) []byte {
+	b = append(b, kind, 0, 0, 0, 0)
+	binary.BigEndian.PutUint32(b[len(b)-4:], uint32(len(payload)))
+	return append(b, payload...)
 }
 
 // ReadFrame reads one frame into buf (grown as needed) and returns its kind

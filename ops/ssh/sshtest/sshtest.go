@@ -322,6 +322,28 @@ func (s *Server) KillConnections() {
 	}
 }
 
+// Crash kills every sshd process serving a connection — the per-connection
+// monitors and their session processes, recursively — leaving the listener
+// and the sessions' commands, as a crash of those processes would.
+func (s *Server) Crash() {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	var walk func(ppid int)
+	walk = func(ppid int) {
+		for _, pid := range childPIDs(ppid) {
+			if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "sshd" {
+				walk(pid)
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	walk(cmd.Process.Pid)
+}
+
 // Restart drops every connection, stops sshd and starts it again on the
 // same port and keys.
 func (s *Server) Restart() {
@@ -412,4 +434,13 @@ func (s *Server) Open(t testing.TB, cfg sshops.Config) *sshops.Backend {
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
+}
+
+// NeedDedicated skips t, or fails it under CI=true, unless the server logs
+// in as a user created for the test (root and useradd are needed).
+func (s *Server) NeedDedicated(t testing.TB) {
+	t.Helper()
+	if !s.Dedicated {
+		testenv.SkipOrFail(t, "needs a throwaway user (root and useradd)")
+	}
 }

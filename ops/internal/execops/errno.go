@@ -1,4 +1,4 @@
-package docker
+package execops
 
 import (
 	"errors"
@@ -68,7 +68,7 @@ func errnoFromStderr(stderr string) ops.Errno {
 
 // pathErr builds the *fs.PathError for a failed script: the mapped code,
 // or the script's own words when nothing matches.
-func pathErr(op, name, stderr string) error {
+func (o *Ops) pathErr(op, name, stderr string) error {
 	if code := errnoFromStderr(stderr); code != "" {
 		return ops.PathError(op, name, code)
 	}
@@ -76,5 +76,5 @@ func pathErr(op, name, stderr string) error {
 	if msg == "" {
 		msg = "failed"
 	}
-	return &fs.PathError{Op: op, Path: name, Err: errors.New("docker: " + msg)}
+	return &fs.PathError{Op: op, Path: name, Err: errors.New(o.cfg.Name + ": " + msg)}
 }

@@ -1,4 +1,4 @@
-package docker
+package execops
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/moby/moby/client"
-
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 )
@@ -22,9 +20,6 @@ const (
 	pgidWait = time.Second
 	// killWait bounds waiting for the stream to end after the kill exec.
 	killWait = time.Second
-	// inspectEvery is how often ExecInspect is polled while a command runs,
-	// to notice a wrapper that died without its exit line.
-	inspectEvery = 250 * time.Millisecond
 	// maxInlineCommand is the longest command passed in the exec's argv.
 	maxInlineCommand = 96 << 10
 	// shimSlack is added to the exit grace when the shim, which applies the
@@ -32,62 +27,79 @@ const (
 	shimSlack = 2 * time.Second
 )
 
-// Run runs cmd in the container under the shellproc wrapper (and the shim
-// when it was uploaded). See ops.Runner for the outcomes; engine failures
-// and a container that stops under the command wrap ops.ErrTransport.
-func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
+// exitStatus is what Process.Wait returned.
+type exitStatus struct {
+	code int
+	err  error
+}
+
+// Run runs cmd in the target under the shellproc wrapper (and the shim
+// when there is one). See ops.Runner for the outcomes; transport failures
+// and a target that stops under the command wrap ops.ErrTransport.
+func (o *Ops) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
+		return o.errorf("run: %w", ops.Canceled(ctx))
 	}
 	dir := cmd.Dir
 	if dir == "" {
-		dir = b.info.WorkDir
+		dir = o.t.WorkDir
 	}
-	callID := newCallID()
-	pidFile := b.runDir + "/" + callID
+	shim := o.shim()
+	callID := NewCallID()
+	pidFile := o.t.RunDir + "/" + callID
 	command := cmd.Command
 	if len(command) > maxInlineCommand {
 		// Linux caps one exec argument at 128 KiB (MAX_ARG_STRLEN): a
 		// longer command goes to a file first and is sourced from it.
-		f := b.runDir + "/" + callID + ".sh"
-		res, err := b.script(ctx, "cat > "+shellproc.Quote(f), strings.NewReader(command))
+		f := o.t.RunDir + "/" + callID + ".sh"
+		res, err := o.Script(ctx, "cat > "+shellproc.Quote(f), strings.NewReader(command))
 		if err != nil {
 			if ctx.Err() != nil {
-				return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
+				return o.errorf("run: %w", ops.Canceled(ctx))
 			}
 			return err
 		}
-		if res.code != 0 {
-			return &ops.StartError{Err: fmt.Errorf("docker: write the command to %s: %s", f, strings.TrimSpace(res.stderr))}
+		if res.Code != 0 {
+			return &ops.StartError{Err: o.errorf("write the command to %s: %s", f, strings.TrimSpace(res.Stderr))}
 		}
 		command = ". " + shellproc.Quote(f)
 	}
 	script, err := shellproc.Script(shellproc.Spec{
 		Command: command,
-		Shell:   b.info.Shell,
+		Shell:   o.t.Shell,
 		Dir:     dir,
-		Env:     append(append([]string{}, b.env...), cmd.Env...),
+		Env:     append(append([]string{}, o.t.Env...), cmd.Env...),
 		PIDFile: pidFile,
-		Shim:    b.shimPath,
-		Probe:   b.oomProbe,
+		Shim:    shim,
+		Probe:   o.t.OOMProbe,
 	})
 	if err != nil {
 		return &ops.StartError{Err: err}
 	}
 	out := &activityWriter{w: cmd.Output, ch: make(chan struct{}, 1)}
 	ctl := newControlWriter(dir)
-	p, err := b.start(ctx, execSpec{argv: []string{"/bin/sh", "-c", script}, stdout: out, stderr: ctl})
+	p, err := o.cfg.Exec.Start(ctx, Spec{Argv: []string{"/bin/sh", "-c", script}, Stdout: out, Stderr: ctl})
 	if err != nil {
 		if ctx.Err() != nil {
-			return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
+			return o.errorf("run: %w", ops.Canceled(ctx))
 		}
 		return err
 	}
 	started := time.Now()
 	defer func() {
-		p.closeStream()
-		<-p.done // no write to cmd.Output after Run returns
+		p.Close()
+		<-p.Done() // no write to cmd.Output after Run returns
 	}()
+	// The exit as the transport sees it: it notices a wrapper that died
+	// without its exit line while orphans hold the stream.
+	wctx, wcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer wcancel()
+	exitC := make(chan exitStatus, 1)
+	go func() {
+		code, err := p.Wait(wctx)
+		exitC <- exitStatus{code, err}
+	}()
+	r := &runState{o: o, p: p, ctl: ctl, out: out, pidFile: pidFile, shim: shim, exitC: exitC, inspectEnd: -1}
 
 	var timeoutC <-chan time.Time
 	if cmd.Timeout > 0 {
@@ -95,16 +107,13 @@ func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 		defer t.Stop()
 		timeoutC = t.C
 	}
-	tick := time.NewTicker(inspectEvery)
-	defer tick.Stop()
 	var (
-		grace      *time.Timer
-		graceC     <-chan time.Time
-		exitAt     time.Time
-		inspectEnd = -1 // exit code from ExecInspect when the wrapper died
+		grace  *time.Timer
+		graceC <-chan time.Time
+		exitAt time.Time
 	)
 	graceDur := ops.ExitGrace
-	if b.shimPath != "" {
+	if shim != "" {
 		graceDur += shimSlack
 	}
 	armGrace := func() {
@@ -118,10 +127,11 @@ func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 		}
 	}()
 	exitedC := ctl.exited
+	waitC := (<-chan exitStatus)(exitC)
 	for {
 		select {
-		case <-p.done:
-			return b.finish(p, ctl, inspectEnd)
+		case <-p.Done():
+			return r.finish()
 		case <-exitedC:
 			exitedC = nil
 			if grace == nil {
@@ -134,22 +144,20 @@ func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 		case <-graceC:
 			// Orphans hold the output and have gone quiet: end them, as
 			// the local backend's final group kill does.
-			b.kill(p, ctl, pidFile)
-			return b.finish(p, ctl, inspectEnd)
-		case <-tick.C:
-			if grace != nil {
-				continue
-			}
-			ictx, cancel := context.WithTimeout(ctx, 5*time.Second)
-			running, code, err := p.inspect(ictx)
-			cancel()
-			if err == nil && !running {
-				inspectEnd = code
-				armGrace()
+			r.kill()
+			return r.finish()
+		case st := <-waitC:
+			waitC = nil
+			r.exit, r.haveExit = st, true
+			if st.err == nil {
+				r.inspectEnd = st.code
+				if grace == nil {
+					armGrace()
+				}
 			}
 		case <-ctx.Done():
-			b.kill(p, ctl, pidFile)
-			return fmt.Errorf("docker: run: %w", ops.Canceled(ctx))
+			r.kill()
+			return o.errorf("run: %w", ops.Canceled(ctx))
 		case <-timeoutC:
 			// How the shell ended, as seen before our kill.
 			te := &ops.TimeoutError{Limit: cmd.Timeout}
@@ -157,171 +165,150 @@ func (b *Backend) execRun(ctx context.Context, cmd *ops.Cmd) error {
 				te.ShellExited, te.ShellExitCode = true, c.Exit
 				te.ShellRuntime = exitAt.Sub(started)
 			}
-			b.kill(p, ctl, pidFile)
+			r.kill()
 			return te
 		}
 	}
 }
 
+// runState is one command's process and what is known of its end.
+type runState struct {
+	o          *Ops
+	p          Process
+	ctl        *controlWriter
+	out        io.Writer // cmd.Output
+	pidFile    string
+	shim       string
+	exitC      <-chan exitStatus
+	exit       exitStatus
+	haveExit   bool // exit came from exitC
+	inspectEnd int  // exit code from Wait before the stream ended, -1
+}
+
 // finish turns the ended stream into Run's result.
-func (b *Backend) finish(p *proc, ctl *controlWriter, inspectEnd int) error {
-	c := ctl.snapshot()
+func (r *runState) finish() error {
+	o := r.o
+	c := r.ctl.snapshot()
 	if c.Start != nil {
 		return &ops.StartError{Err: c.Start}
 	}
 	code := c.Exit
 	if !c.HaveExit {
-		if b.containerStops() {
-			return fmt.Errorf("docker: run: %w", b.goneErr(ops.ErrExitUnknown))
+		if o.stopped() {
+			return o.errorf("run: %w", o.lost(ops.ErrExitUnknown))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if inspectEnd >= 0 {
-			code = inspectEnd
+		if r.inspectEnd >= 0 {
+			code = r.inspectEnd
 		} else {
-			wctx, wcancel := context.WithTimeout(ctx, 2*time.Second)
-			n, err := p.waitExit(wctx)
-			wcancel()
-			if err != nil {
-				return fmt.Errorf("docker: run: %w: %w", ops.ErrExitUnknown, err)
+			if !r.haveExit {
+				select {
+				case r.exit = <-r.exitC:
+				case <-time.After(2 * time.Second):
+					r.exit.err = fmt.Errorf("%w: no exit status within 2s", ops.ErrTransport)
+				}
 			}
-			code = n
+			if r.exit.err != nil {
+				return o.errorf("run: %w: %w", ops.ErrExitUnknown, r.exit.err)
+			}
+			code = r.exit.code
 		}
 	}
 	if code == 0 {
+		if o.oomKilled(c) {
+			// The shell survived, a process of its tree did not: say so
+			// in the output, the only place a success can carry it (after
+			// the stream's last write: Output has one writer at a time).
+			r.p.Close()
+			<-r.p.Done()
+			r.out.Write([]byte(ops.OOMNote))
+		}
 		return nil
 	}
-	if !c.Done && b.containerStops() {
-		// The wrapper was killed with the container (it may still have
+	if c.ForkFailed {
+		// The wrapper or the shim could not fork: the command may never
+		// have run, and its "(no output) … code 254" would mislead.
+		return &ops.StartError{Err: ops.ErrProcessLimit}
+	}
+	if !c.Done && o.stopped() {
+		// The wrapper was killed with the target (it may still have
 		// reported its child's death first).
-		return fmt.Errorf("docker: run: %w", b.goneErr(ops.ErrExitUnknown))
+		return o.errorf("run: %w", o.lost(ops.ErrExitUnknown))
 	}
 	ee := &ops.ExitError{Code: code}
 	if code > 128 && code <= 128+64 {
 		ee.Signal = code - 128
 	}
-	ee.OOMKilled = b.oomKilled(c)
+	ee.OOMKilled = o.oomKilled(c)
 	return ee
-}
-
-// containerStops reports whether the container stops running within a
-// short while: the engine records a killed container's exit a little after
-// the exec streams break.
-func (b *Backend) containerStops() bool {
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	for delay := 10 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
-		if !b.containerRunning(ctx) {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(delay):
-		}
-		if delay >= 200*time.Millisecond {
-			return false
-		}
-	}
 }
 
 // oomKilled compares the cgroup's oom_kill counter before and after the
 // command; when the wrapper died before its "after" probe, it reads the
 // counter now.
-func (b *Backend) oomKilled(c shellproc.Control) bool {
-	if b.oomFile == "" || c.ProbeBefore == "" {
+func (o *Ops) oomKilled(c shellproc.Control) bool {
+	if o.t.OOMProbe == "" || c.ProbeBefore == "" {
 		return false
 	}
 	after := c.ProbeAfter
 	if after == "" {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		res, err := b.script(ctx, "pv=\n"+b.oomProbe+"\necho \"$pv\"", nil)
+		res, err := o.Script(ctx, "pv=\n"+o.t.OOMProbe+"\necho \"$pv\"", nil)
 		if err != nil {
 			return false
 		}
-		after = strings.TrimSpace(string(res.stdout))
+		after = strings.TrimSpace(string(res.Stdout))
 	}
 	x, err1 := strconv.Atoi(c.ProbeBefore)
 	y, err2 := strconv.Atoi(after)
 	return err1 == nil && err2 == nil && y > x
 }
 
-// kill ends the command's tree with a second exec, then stops waiting for
-// the stream. It never fails: a container that cannot exec any more (gone,
-// paused) is left to its fate, and the stream is closed regardless.
-func (b *Backend) kill(p *proc, ctl *controlWriter, pidFile string) {
+// kill ends the command's tree with a second process, then stops waiting
+// for the stream. It never fails: a target that cannot exec any more (gone,
+// paused) is left to its fate (or to Config.RetryKill), and the stream is
+// closed regardless.
+func (r *runState) kill() {
+	o, p := r.o, r.p
 	select {
-	case <-ctl.pgidKnown:
-	case <-p.done:
-		return
+	case <-r.ctl.pgidKnown:
+	case <-p.Done():
+		if r.ctl.snapshot().Done {
+			return // the wrapper ended and killed its group itself
+		}
 	case <-time.After(pgidWait):
 	}
-	c := ctl.snapshot()
+	c := r.ctl.snapshot()
 	var script string
 	switch {
-	case b.shimPath != "":
+	case r.shim != "":
 		// The shim sweeps setsid escapees; the group kill follows.
-		script = shellproc.KillScript(pidFile, b.shimPath)
+		script = shellproc.KillScript(r.pidFile, r.shim)
 		if c.PGID > 0 {
 			script = strings.TrimSuffix(script, "exit 0") + shellproc.KillGroupScript(c.PGID)
 		}
 	case c.PGID > 0:
 		script = shellproc.KillGroupScript(c.PGID)
 	default:
-		script = shellproc.KillScript(pidFile, "")
+		script = shellproc.KillScript(r.pidFile, "")
 	}
-	if !b.runKill(script) {
+	if !o.kill(script) && o.cfg.RetryKill != nil {
 		// A paused container cannot exec: kill the tree as soon as it runs
 		// again, so nothing the command started outlives the pause.
-		go b.killWhenRunnable(script)
+		go o.cfg.RetryKill(func() bool { return o.kill(script) })
 	}
 	select {
-	case <-p.done:
+	case <-p.Done():
 	case <-time.After(killWait):
 	}
-	p.closeStream()
+	p.Close()
 }
 
-// runKill runs the kill script in a second exec and reports whether it ran.
-func (b *Backend) runKill(script string) bool {
+// kill runs a kill script as the target's user, bounded.
+func (o *Ops) kill(script string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	kp, err := b.start(ctx, execSpec{argv: []string{"/bin/sh", "-c", script}})
-	if err != nil {
-		return false
-	}
-	defer kp.closeStream()
-	select {
-	case <-kp.done:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// killRetryFor bounds how long a kill waits for a paused container.
-const killRetryFor = 10 * time.Minute
-
-// killWhenRunnable retries the kill script once the container is running
-// and not paused; it gives up when the container is gone or stopped (its
-// processes are dead then) or after killRetryFor.
-func (b *Backend) killWhenRunnable(script string) {
-	for deadline := time.Now().Add(killRetryFor); time.Now().Before(deadline); {
-		time.Sleep(250 * time.Millisecond)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
-		cancel()
-		if err != nil || res.Container.State == nil || !res.Container.State.Running {
-			return
-		}
-		if res.Container.State.Paused {
-			continue
-		}
-		if b.runKill(script) {
-			return
-		}
-	}
+	return o.runKill(ctx, false, script)
 }
 
 // activityWriter forwards output and signals each chunk (re-arming the exit

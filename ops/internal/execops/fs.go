@@ -1,8 +1,9 @@
-package docker
+package execops
 
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -15,10 +16,8 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 )
 
-// The file system goes through exec, not the archive API: the archive
-// endpoint takes the per-container lock, fails on a read-only root file
-// system and writes nothing under a tmpfs. Every operation is one exec of a
-// short sh script that works in busybox and bash; errors come back as our
+// Every file operation is one process running a short sh script that works
+// in busybox and bash; errors come back as our
 // errno marker or the tools' strerror texts (errno.go). Ops follow the
 // syscall names Node reports: open, read, stat, lstat, scandir, mkdir,
 // realpath, access, unlink.
@@ -31,30 +30,30 @@ const prelude = "e() { echo \"" + errnoMarker + "$1\" >&2; return 1; }\n"
 const statFormat = "%f %s %Y"
 
 // fsScript runs a file script and maps a failure to a *fs.PathError.
-func (b *Backend) fsScript(ctx context.Context, op, name, body string, stdin io.Reader) ([]byte, error) {
+func (o *Ops) fsScript(ctx context.Context, op, name, body string, stdin io.Reader) ([]byte, error) {
 	if err := validPath(op, name); err != nil {
 		return nil, err
 	}
-	res, err := b.script(ctx, prelude+"p="+shellproc.Quote(name)+"\n"+body, stdin)
+	res, err := o.Script(ctx, prelude+"p="+shellproc.Quote(name)+"\n"+body, stdin)
 	if err != nil {
 		return nil, err
 	}
-	if res.code != 0 {
-		return nil, pathErr(op, name, res.stderr)
+	if res.Code != 0 {
+		return nil, o.pathErr(op, name, res.Stderr)
 	}
-	return res.stdout, nil
+	return res.Stdout, nil
 }
 
-func (b *Backend) execStat(ctx context.Context, name string) (fs.FileInfo, error) {
-	return b.stat(ctx, "stat", name, "-L ")
+func (o *Ops) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
+	return o.stat(ctx, "stat", name, "-L ")
 }
 
-func (b *Backend) execLstat(ctx context.Context, name string) (fs.FileInfo, error) {
-	return b.stat(ctx, "lstat", name, "")
+func (o *Ops) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
+	return o.stat(ctx, "lstat", name, "")
 }
 
-func (b *Backend) stat(ctx context.Context, op, name, flag string) (fs.FileInfo, error) {
-	out, err := b.fsScript(ctx, op, name, "stat "+flag+"-c '"+statFormat+"' -- \"$p\"", nil)
+func (o *Ops) stat(ctx context.Context, op, name, flag string) (fs.FileInfo, error) {
+	out, err := o.fsScript(ctx, op, name, "stat "+flag+"-c '"+statFormat+"' -- \"$p\"", nil)
 	if err != nil {
 		return nil, err
 	}
@@ -65,60 +64,70 @@ func (b *Backend) stat(ctx context.Context, op, name, flag string) (fs.FileInfo,
 	return fi, nil
 }
 
-// readDirScript prints each entry name NUL-terminated, an empty record,
-// then one stat line per entry in the same order (names may hold
-// newlines; the stat lines hold none).
+// readDirScript lists in time linear in the entries: for each of the three
+// globs that together match every name but . and .. (one expansion each;
+// an unmatched glob stays literal and is skipped), it prints the names
+// NUL-terminated, an empty record, then one stat line per name in the same
+// order (names may hold newlines; the stat lines hold none). xargs keeps
+// each stat's argument list under the exec limit.
 const readDirScript = `if [ ! -d "$p" ]; then stat -L -c %f -- "$p" >/dev/null || return; e ENOTDIR; return; fi
 if [ ! -r "$p" ] || [ ! -x "$p" ]; then e EACCES; return; fi
 cd -- "$p" || return
-set --
-for f in * .[!.]* ..?*; do if [ -e "$f" ] || [ -L "$f" ]; then set -- "$@" "$f"; fi; done
-for f in "$@"; do printf '%s\0' "$f"; done
-printf '\0'
-if [ $# -gt 0 ]; then stat -c '` + statFormat + `' -- "$@"; fi`
+x=; command -v xargs >/dev/null 2>&1 && x=1
+for g in 1 2 3; do
+  case $g in 1) set -- *;; 2) set -- .[!.]*;; 3) set -- ..?*;; esac
+  if [ $# -eq 1 ] && [ ! -e "$1" ] && [ ! -L "$1" ]; then continue; fi
+  printf '%s\0' "$@"; printf '\0'
+  if [ -n "$x" ]; then printf '%s\0' "$@" | xargs -0 stat -c '` + statFormat + `' -- || return
+  else stat -c '` + statFormat + `' -- "$@" || return; fi
+done
+true`
 
-func (b *Backend) execReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	out, err := b.fsScript(ctx, "scandir", name, readDirScript, nil)
+func (o *Ops) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
+	out, err := o.fsScript(ctx, "scandir", name, readDirScript, nil)
 	if err != nil {
 		return nil, err
 	}
-	i := bytes.Index(out, []byte{0, 0})
-	var names []string
-	var rest []byte
-	switch {
-	case len(out) > 0 && out[0] == 0:
-		rest = out[1:]
-	case i >= 0:
-		names = strings.Split(string(out[:i]), "\x00")
-		rest = out[i+2:]
-	default:
-		return nil, &fs.PathError{Op: "scandir", Path: name, Err: fmt.Errorf("docker: malformed listing")}
-	}
-	lines := strings.Split(strings.TrimSuffix(string(rest), "\n"), "\n")
-	if len(names) == 0 {
-		lines = nil
-	}
-	if len(lines) != len(names) {
-		return nil, &fs.PathError{Op: "scandir", Path: name, Err: fmt.Errorf("docker: %d names, %d stat lines (an entry changed during the listing)", len(names), len(lines))}
-	}
-	entries := make([]fs.DirEntry, 0, len(names))
-	for k, n := range names {
-		fi, err := parseStat(n, lines[k])
-		if err != nil {
-			return nil, &fs.PathError{Op: "scandir", Path: name, Err: err}
-		}
-		entries = append(entries, fs.FileInfoToDirEntry(fi))
+	entries, err := parseListing(out)
+	if err != nil {
+		return nil, &fs.PathError{Op: "scandir", Path: name, Err: o.errorf("%w", err)}
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
 	return entries, nil
 }
 
-func (b *Backend) execMkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
+// parseListing parses readDirScript's groups.
+func parseListing(out []byte) ([]fs.DirEntry, error) {
+	var entries []fs.DirEntry
+	for len(out) > 0 {
+		i := bytes.Index(out, []byte{0, 0})
+		if i < 0 {
+			return nil, errors.New("malformed listing")
+		}
+		names := strings.Split(string(out[:i]), "\x00")
+		out = out[i+2:]
+		for _, n := range names {
+			j := bytes.IndexByte(out, '\n')
+			if j < 0 {
+				return nil, fmt.Errorf("%d names, fewer stat lines (an entry changed during the listing)", len(names))
+			}
+			fi, err := parseStat(n, string(out[:j]))
+			if err != nil {
+				return nil, err
+			}
+			entries = append(entries, fs.FileInfoToDirEntry(fi))
+			out = out[j+1:]
+		}
+	}
+	return entries, nil
+}
+
+func (o *Ops) MkdirAll(ctx context.Context, name string, perm fs.FileMode) error {
 	m := ""
 	if p := perm & fs.ModePerm; p != 0 && p != 0o755 && p != 0o777 {
 		m = "-m " + strconv.FormatUint(uint64(p&^0o022), 8) + " "
 	}
-	_, err := b.fsScript(ctx, "mkdir", name, `if [ -d "$p" ]; then return 0; fi
+	_, err := o.fsScript(ctx, "mkdir", name, `if [ -d "$p" ]; then return 0; fi
 mkdir -p `+m+`-- "$p"`, nil)
 	return err
 }
@@ -136,21 +145,21 @@ if [ ! -d "$d" ]; then stat -L -c %f -- "$d" >/dev/null || return; e ENOTDIR; re
 r=$(readlink -f -- "$d") || return
 if [ "$r" = / ]; then printf '/%s' "$n"; else printf '%s/%s' "$r" "$n"; fi`
 
-func (b *Backend) execRealPath(ctx context.Context, name string) (string, error) {
+func (o *Ops) RealPath(ctx context.Context, name string) (string, error) {
 	if name == "/" {
 		return "/", nil
 	}
-	out, err := b.fsScript(ctx, "realpath", name, realPathScript, nil)
+	out, err := o.fsScript(ctx, "realpath", name, realPathScript, nil)
 	if err != nil {
 		return "", err
 	}
 	if len(out) == 0 || out[0] != '/' {
-		return "", &fs.PathError{Op: "realpath", Path: name, Err: fmt.Errorf("docker: unexpected output %q", out)}
+		return "", &fs.PathError{Op: "realpath", Path: name, Err: o.errorf("unexpected output %q", out)}
 	}
 	return string(out), nil
 }
 
-func (b *Backend) execAccess(ctx context.Context, name string, mode ops.AccessMode) error {
+func (o *Ops) Access(ctx context.Context, name string, mode ops.AccessMode) error {
 	var checks strings.Builder
 	for _, c := range []struct {
 		bit  ops.AccessMode
@@ -160,13 +169,13 @@ func (b *Backend) execAccess(ctx context.Context, name string, mode ops.AccessMo
 			fmt.Fprintf(&checks, "[ %s \"$p\" ] || { e EACCES; return; }\n", c.test)
 		}
 	}
-	_, err := b.fsScript(ctx, "access", name, `if [ ! -e "$p" ]; then stat -L -c %f -- "$p" >/dev/null || return; e ENOENT; return; fi
+	_, err := o.fsScript(ctx, "access", name, `if [ ! -e "$p" ]; then stat -L -c %f -- "$p" >/dev/null || return; e ENOENT; return; fi
 `+checks.String()+"return 0", nil)
 	return err
 }
 
-func (b *Backend) execRemove(ctx context.Context, name string) error {
-	_, err := b.fsScript(ctx, "unlink", name, `if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir -- "$p"; else rm -- "$p"; fi`, nil)
+func (o *Ops) Remove(ctx context.Context, name string) error {
+	_, err := o.fsScript(ctx, "unlink", name, `if [ -d "$p" ] && [ ! -L "$p" ]; then rmdir -- "$p"; else rm -- "$p"; fi`, nil)
 	return err
 }
 
@@ -177,8 +186,10 @@ func (b *Backend) execRemove(ctx context.Context, name string) error {
 // Redirections go on "true", a regular builtin: a failed redirection on a
 // special builtin such as ":" makes sh exit. When no temp file can be created there
 // or the rename fails (a bind-mounted file: EBUSY, EXDEV), it writes in
-// place. The temp file must hold all $size bytes before the rename: an
-// attach stream cut by an abort looks like a normal end of input to cat.
+// place — from a staged copy in $stage (the per-call directory), so that
+// the target is never truncated by a transfer that does not complete. The
+// temp file must hold all $size bytes before the rename: an attach stream
+// cut by an abort looks like a normal end of input to cat.
 const writeFileScript = `d=${p%/*}; [ -n "$d" ] || d=/; n=${p##*/}
 if [ -e "$p" ]; then r=$(readlink -f -- "$p") || return
 elif [ -L "$p" ]; then t=$(readlink -- "$p"); case $t in /*) r=$t;; *) r=$d/$t;; esac
@@ -205,14 +216,24 @@ if [ -w "$rd" ] && [ ! -e "$tmp" ] && [ ! -L "$tmp" ]; then
   rm -f "$tmp"
 else
   if [ ! -e "$r" ]; then true > "$r" || return; chmod "$m" "$r"; fi
-  cat > "$r"
+  # In place, but only once all the data is here: staged in the per-call
+  # directory first, so a client that dies mid-transfer leaves the target
+  # as it was rather than truncated.
+  if [ -n "$stage" ] && st=$(mktemp "$stage/write.XXXXXXXX" 2>/dev/null); then
+    cat > "$st" || { rm -f "$st"; return 1; }
+    if [ "$(stat -c %s -- "$st")" != "$size" ]; then rm -f "$st"; e EIO; return; fi
+    cat "$st" > "$r" || { rm -f "$st"; return 1; }
+    rm -f "$st"
+  else
+    cat > "$r"
+  fi
 fi`
 
-func (b *Backend) execWriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
+func (o *Ops) WriteFile(ctx context.Context, name string, data []byte, perm fs.FileMode) error {
 	// Assume the usual umask (022) for a new file's mode, as os.WriteFile
 	// would apply it.
 	mode := strconv.FormatUint(uint64(perm&fs.ModePerm&^0o022), 8)
-	_, err := b.fsScript(ctx, "open", name, "perm="+mode+"\nsize="+strconv.Itoa(len(data))+"\nrnd="+newCallID()+"\n"+writeFileScript, bytes.NewReader(data))
+	_, err := o.fsScript(ctx, "open", name, "perm="+mode+"\nsize="+strconv.Itoa(len(data))+"\nrnd="+NewCallID()+"\nstage="+shellproc.Quote(o.t.RunDir)+"\n"+writeFileScript, bytes.NewReader(data))
 	return err
 }
 
@@ -224,8 +245,8 @@ echo $n $s`
 
 // CountLines counts lines in the container (wc -l), without transferring
 // the file.
-func (b *Backend) execCountLines(ctx context.Context, name string) (newlines, size int64, err error) {
-	out, err := b.fsScript(ctx, "open", name, countLinesScript, nil)
+func (o *Ops) CountLines(ctx context.Context, name string) (newlines, size int64, err error) {
+	out, err := o.fsScript(ctx, "open", name, countLinesScript, nil)
 	if err != nil {
 		if pe, ok := err.(*fs.PathError); ok && ops.ErrnoOf(pe) == ops.EISDIR {
 			pe.Op = "read"
@@ -234,12 +255,12 @@ func (b *Backend) execCountLines(ctx context.Context, name string) (newlines, si
 	}
 	f := strings.Fields(string(out))
 	if len(f) != 2 {
-		return 0, 0, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("docker: unexpected output %q", out)}
+		return 0, 0, &fs.PathError{Op: "open", Path: name, Err: o.errorf("unexpected output %q", out)}
 	}
 	newlines, err1 := strconv.ParseInt(f[0], 10, 64)
 	size, err2 := strconv.ParseInt(f[1], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, 0, &fs.PathError{Op: "open", Path: name, Err: fmt.Errorf("docker: unexpected output %q", out)}
+		return 0, 0, &fs.PathError{Op: "open", Path: name, Err: o.errorf("unexpected output %q", out)}
 	}
 	return newlines, size, nil
 }
@@ -263,13 +284,13 @@ func (f *fileInfo) Sys() any           { return nil }
 func parseStat(name, line string) (*fileInfo, error) {
 	f := strings.Fields(line)
 	if len(f) != 3 {
-		return nil, fmt.Errorf("docker: unexpected stat output %q", line)
+		return nil, fmt.Errorf("execops: unexpected stat output %q", line)
 	}
 	raw, err1 := strconv.ParseUint(f[0], 16, 32)
 	size, err2 := strconv.ParseInt(f[1], 10, 64)
 	mtime, err3 := strconv.ParseInt(f[2], 10, 64)
 	if err1 != nil || err2 != nil || err3 != nil {
-		return nil, fmt.Errorf("docker: unexpected stat output %q", line)
+		return nil, fmt.Errorf("execops: unexpected stat output %q", line)
 	}
 	return &fileInfo{name: name, size: size, mode: unixMode(uint32(raw)), modTime: time.Unix(mtime, 0)}, nil
 }

@@ -1,0 +1,85 @@
+package k8s
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Permission is one access the backend needs in its namespace.
+type Permission struct {
+	Verb, Resource, Subresource string
+}
+
+func (p Permission) String() string {
+	r := p.Resource
+	if p.Subresource != "" {
+		r += "/" + p.Subresource
+	}
+	return p.Verb + " " + r
+}
+
+// Needed lists what the backend does with the API: the Role of
+// deploy/k8s/rbac.yaml grants exactly these.
+var Needed = []Permission{
+	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""},
+	{"watch", "pods", ""}, {"delete", "pods", ""}, {"create", "pods", "exec"},
+}
+
+// ServerVersion returns the API server's version.
+func ServerVersion(c *Client) (string, error) {
+	v, err := c.Set.Discovery().ServerVersion()
+	if err != nil {
+		return "", apiErr("server version", err)
+	}
+	return v.GitVersion, nil
+}
+
+// Missing returns the permissions of Needed the client lacks in its
+// namespace (SelfSubjectAccessReview).
+func Missing(ctx context.Context, c *Client) ([]Permission, error) {
+	var missing []Permission
+	for _, p := range Needed {
+		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
+			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource},
+		}}
+		res, err := c.Set.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
+		if err != nil {
+			return nil, apiErr("access review", err)
+		}
+		if !res.Status.Allowed {
+			missing = append(missing, p)
+		}
+	}
+	return missing, nil
+}
+
+// TryPod creates an ephemeral pod from cfg.Image, waits for it to run and
+// deletes it; it returns how long the start took and whether the pod ran
+// in a user namespace.
+func TryPod(ctx context.Context, cfg Config) (time.Duration, bool, error) {
+	if cfg.Image == "" {
+		return 0, false, ErrNoTarget
+	}
+	if err := cfg.validate(); err != nil {
+		return 0, false, err
+	}
+	c, err := NewClient(cfg)
+	if err != nil {
+		return 0, false, err
+	}
+	cfg.fillImageDefaults()
+	start := time.Now()
+	name, userns, err := createPod(ctx, c, &cfg, KindEphemeral)
+	if err != nil {
+		return 0, false, err
+	}
+	d := time.Since(start)
+	if err := deletePod(c, name, true); err != nil {
+		return d, userns, fmt.Errorf("k8s: delete the test pod: %w", err)
+	}
+	return d, userns, nil
+}

@@ -1,0 +1,67 @@
+package k8s
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+)
+
+// shimFile is the host's shim binary.
+type shimFile struct {
+	host string
+	data []byte
+	sum  string // hex SHA-256
+	name string // content-addressed file name in the pod
+}
+
+func readShim(cfg *Config) (*shimFile, error) {
+	u, err := shim.ReadUpload(cfg.ShimBinary)
+	if err != nil {
+		return nil, fmt.Errorf("k8s: %w", err)
+	}
+	return &shimFile{host: u.Path, data: u.Data, sum: u.Sum, name: u.Name()}, nil
+}
+
+// uploadScript writes stdin to a temp file in $1, checks its size ($4) and
+// SHA-256 ($3, where sha256sum exists), then moves it to $1/$2 and checks
+// it runs. Exit 3: the upload arrived damaged.
+const uploadScript = `
+mkdir -p "$1" && t=$(mktemp "$1/.$2.XXXXXXXX") || exit 1
+cat > "$t" || { rm -f "$t"; exit 1; }
+n=$(($(wc -c < "$t")))
+if [ "$n" != "$4" ]; then rm -f "$t"; echo "size $n, want $4" >&2; exit 3; fi
+if command -v sha256sum >/dev/null 2>&1; then
+  s=$(sha256sum "$t"); s=${s%% *}
+  if [ "$s" != "$3" ]; then rm -f "$t"; echo "sha256 $s, want $3" >&2; exit 3; fi
+fi
+chmod 755 "$t" && mv -f "$t" "$1/$2" && "$1/$2" __shim version
+`
+
+// uploadShim writes the binary through exec stdin into dir and returns its
+// path. containerd has open bugs that truncate exec stdin: a damaged
+// upload is tried once more.
+func (b *Backend) uploadShim(ctx context.Context, dir string) (string, error) {
+	sf := b.sf
+	if err := shim.CheckStaticELF(sf.data, b.info.Arch); err != nil {
+		return "", fmt.Errorf("k8s: %s: %w", sf.host, err)
+	}
+	var res result
+	var err error
+	for try := 0; try < 2; try++ {
+		res, err = b.t.script(ctx, uploadScript, bytes.NewReader(sf.data), dir, sf.name, sf.sum, strconv.Itoa(len(sf.data)))
+		if err != nil {
+			return "", fmt.Errorf("k8s: upload the shim: %w", err)
+		}
+		if res.code != 3 {
+			break
+		}
+	}
+	if res.code != 0 || !strings.HasPrefix(string(res.stdout), "pi-sandbox-shim ") {
+		return "", fmt.Errorf("k8s: upload the shim to %s failed (exit %d): %s", dir, res.code, strings.TrimSpace(string(res.stderr)+string(res.stdout)))
+	}
+	return dir + "/" + sf.name, nil
+}

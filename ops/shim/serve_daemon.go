@@ -1,0 +1,316 @@
+package shim
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
+)
+
+// The daemon mode of the helper: `__shim serve --listen DIR` serves many
+// client sessions in turn (or at once) on the unix socket DIR/helper.sock,
+// each like one `__shim serve` on stdio, and owns the background processes
+// of all of them until it is stopped (SIGTERM, SIGINT or SIGHUP; the
+// container's removal). `__shim relay DIR` (relay.go) connects a client's
+// stdio to it, starting it first when it is not there. Never a network
+// listener: a socket in a 0700 directory of the sandbox user.
+
+// Names in the daemon's directory.
+const (
+	daemonSocket = "helper.sock"
+	daemonLock   = "lock"
+	daemonLog    = "helper.log"
+	// daemonMagic starts the line the daemon writes on every connection,
+	// after the client's nonce line and before the HTTP/2 stream:
+	// "pi-sandbox-helper BUILD PID MAC".
+	daemonMagic = "pi-sandbox-helper"
+	// daemonLogCap bounds what the daemon writes to its log.
+	daemonLogCap = 1 << 20
+)
+
+// daemonMain is `__shim serve --listen DIR [--ready-fd N]`: it listens,
+// writes "ok" (or "error: WHY") and closes fd N when given, and serves
+// until a stop signal; then it ends every session, kills every background
+// process group and exits.
+func daemonMain(args []string, stderr io.Writer) int {
+	fl := flag.NewFlagSet("__shim serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("listen", "", "serve on the unix socket `DIR`/helper.sock (DIR: mode 0700, owned by this user)")
+	readyFD := fl.Int("ready-fd", -1, "write \"ok\" or \"error: ...\" to file descriptor `N` once listening, then close it")
+	keyFD := fl.Int("key-fd", -1, "read the sandbox's helper key (a hex line) from file descriptor `N`: connections get its proof")
+	if err := fl.Parse(args); err != nil {
+		return 2
+	}
+	if *dir == "" || fl.NArg() != 0 {
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve --listen DIR [--ready-fd N]")
+		return 2
+	}
+	ready := func(msg string) {
+		if *readyFD < 0 {
+			return
+		}
+		f := os.NewFile(uintptr(*readyFD), "ready")
+		fmt.Fprintln(f, msg)
+		f.Close()
+		*readyFD = -1
+	}
+	fail := func(err error) int {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: serve: %v\n", err)
+		ready("error: " + err.Error())
+		return 1
+	}
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: dumpable: %v\n", err)
+	}
+	log.SetOutput(&cappedWriter{w: stderr, left: daemonLogCap})
+	var key []byte
+	if *keyFD >= 0 {
+		f := os.NewFile(uintptr(*keyFD), "key")
+		k, err := readLine(f, 256)
+		f.Close()
+		if err != nil || k == "" {
+			return fail(fmt.Errorf("key: %v", err))
+		}
+		key = []byte(k)
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	d, err := listenDaemon(*dir)
+	if err != nil {
+		return fail(err)
+	}
+	d.key = key
+	ready("ok")
+	go d.serve()
+	<-sigs
+	d.shutdown()
+	return 0
+}
+
+type daemon struct {
+	key   []byte // the sandbox's helper key; nil: none (the proof is "-")
+	ln    *net.UnixListener
+	reg   *native.Registry
+	build string
+
+	mu    sync.Mutex
+	conns map[*unixSession]bool
+	wg    sync.WaitGroup
+}
+
+// listenDaemon checks dir, replaces a stale socket there and listens.
+func listenDaemon(dir string) (*daemon, error) {
+	if err := checkDir(dir, false); err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("executable: %w", err)
+	}
+	sock := filepath.Join(dir, daemonSocket)
+	// The starter holds the directory's lock: a socket here is stale.
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return nil, err
+	}
+	reg, err := native.NewRegistry(0)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return &daemon{ln: ln, reg: reg, build: selfHash(exe), conns: map[*unixSession]bool{}}, nil
+}
+
+// serve accepts connections of this user until the listener closes.
+func (d *daemon) serve() {
+	for {
+		c, err := d.ln.AcceptUnix()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			time.Sleep(10 * time.Millisecond) // EMFILE and the like
+			continue
+		}
+		if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
+			c.Close()
+			continue
+		}
+		us := &unixSession{UnixConn: c, done: make(chan struct{})}
+		d.mu.Lock()
+		d.conns[us] = true
+		d.wg.Add(1)
+		d.mu.Unlock()
+		go func() {
+			defer d.wg.Done()
+			defer func() {
+				d.mu.Lock()
+				delete(d.conns, us)
+				d.mu.Unlock()
+			}()
+			c.SetReadDeadline(time.Now().Add(preambleWait))
+			nonce, err := readLine(c, 256)
+			c.SetReadDeadline(time.Time{})
+			if err != nil {
+				us.Close()
+				return
+			}
+			pid := os.Getpid()
+			if _, err := fmt.Fprintf(c, "%s %s %d %s\n", daemonMagic, d.build, pid, proof(d.key, nonce, d.build, pid)); err != nil {
+				us.Close()
+				return
+			}
+			serveSession(us, d.reg)
+			us.Close()
+		}()
+	}
+}
+
+// shutdown ends every session (their calls kill their trees), then kills
+// every background process group.
+func (d *daemon) shutdown() {
+	d.ln.Close() // removes the socket
+	d.mu.Lock()
+	for us := range d.conns {
+		us.Close()
+	}
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(exitWait + time.Second):
+	}
+	d.reg.Close()
+}
+
+// unixSession is one client's connection to the daemon.
+type unixSession struct {
+	*net.UnixConn
+	once sync.Once
+	done chan struct{}
+}
+
+func (c *unixSession) Read(p []byte) (int, error) {
+	n, err := c.UnixConn.Read(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *unixSession) Write(p []byte) (int, error) {
+	n, err := c.UnixConn.Write(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *unixSession) Close() error {
+	c.once.Do(func() {
+		close(c.done)
+		c.UnixConn.Close()
+	})
+	return nil
+}
+
+func (c *unixSession) Done() <-chan struct{} { return c.done }
+
+// peerCred returns the uid and pid of the process at the other end of c.
+func peerCred(c *net.UnixConn) (uid, pid int, err error) {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return -1, 0, err
+	}
+	var cred *unix.Ucred
+	var cerr error
+	if err := rc.Control(func(fd uintptr) {
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
+	}); err != nil {
+		return -1, 0, err
+	}
+	if cerr != nil {
+		return -1, 0, cerr
+	}
+	return int(cred.Uid), int(cred.Pid), nil
+}
+
+// checkDir checks that dir is a directory (not a link) of this user that
+// nobody else may enter (mode 0700); with create, it is made when missing.
+func checkDir(dir string, create bool) error {
+	if !filepath.IsAbs(dir) {
+		return fmt.Errorf("%s: not an absolute path", dir)
+	}
+	if create {
+		if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
+			return err
+		}
+	}
+	fi, err := os.Lstat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s: not a directory (%s)", dir, fi.Mode().Type())
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%s: owned by uid %d, not by this user (%d): refused", dir, st.Uid, os.Geteuid())
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("%s: mode %04o, want 0700: refused", dir, fi.Mode().Perm())
+	}
+	if n := len(filepath.Join(dir, daemonSocket)); n > 107 {
+		return fmt.Errorf("%s: too long for a unix socket path (%d bytes)", dir, n)
+	}
+	return nil
+}
+
+// proof is the daemon's answer to a client's nonce: an HMAC-SHA256 under
+// the sandbox's helper key of the nonce, the build and the pid (so a
+// process relaying another's answer from its own socket fails the peer
+// check); "-" without a key.
+func proof(key []byte, nonce, build string, pid int) string {
+	if len(key) == 0 {
+		return "-"
+	}
+	m := hmac.New(sha256.New, key)
+	fmt.Fprintf(m, "%s|%s|%s|%d", daemonMagic, nonce, build, pid)
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// readLine reads one line of at most max bytes, a byte at a time (nothing
+// after the newline is consumed).
+func readLine(r io.Reader, max int) (string, error) {
+	var line []byte
+	var b [1]byte
+	for len(line) < max {
+		if _, err := r.Read(b[:]); err != nil {
+			return "", err
+		}
+		if b[0] == '\n' {
+			return string(line), nil
+		}
+		line = append(line, b[0])
+	}
+	return "", errors.New("line too long")
+}
