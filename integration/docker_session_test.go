@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -53,3 +54,75 @@ func TestDockerSessionStartsInOneExec(t *testing.T) {
 }
 
 func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
+
+// sandboxDirs lists the per-session sandbox directories in the container
+// (pi-sandbox-SUFFIX in /tmp or /var/tmp; not the shim's or the spill base).
+func sandboxDirs(t *testing.T, id string) []string {
+	t.Helper()
+	out, err := exec.Command("docker", "exec", id, "sh", "-c", "ls -d /var/tmp/pi-sandbox-* /tmp/pi-sandbox-* 2>/dev/null; true").CombinedOutput()
+	if err != nil {
+		t.Fatalf("ls: %v: %s", err, out)
+	}
+	var dirs []string
+	for _, d := range strings.Fields(string(out)) {
+		if sandboxDir.MatchString(d) {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+var sandboxDir = regexp.MustCompile(`/pi-sandbox-[0-9a-f]{12}$`)
+
+// TestDockerCloseEndsInStream: closing a session on an existing container
+// removes its sandbox directory through the helper (no exec), and, when
+// the helper is gone, with an exec as before.
+func TestDockerCloseEndsInStream(t *testing.T) {
+	needImage(t, "pi-sandbox/debian")
+	ctx := context.Background()
+	first, err := docker.New(ctx, docker.Config{Image: "pi-sandbox/debian", Labels: labels()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer first.Close()
+	for _, killHelper := range []bool{false, true} {
+		b, err := docker.New(ctx, docker.Config{Container: first.ID()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !b.Info().Has("helper") {
+			b.Close()
+			t.Fatalf("the session has no helper: %v", b.Info().Limits)
+		}
+		if d := sandboxDirs(t, first.ID()); len(d) != 1 {
+			b.Close()
+			t.Fatalf("sandbox directories while open: %v, want one", d)
+		}
+		if killHelper {
+			// The helper runs the shell that runs this: its parent's parent.
+			if err := b.Run(ctx, &ops.Cmd{Command: "kill -9 $(awk '{print $4}' /proc/$PPID/stat)", Output: io.Discard}); err == nil {
+				t.Log("the kill's own call returned no error")
+			}
+		}
+		since := time.Now()
+		if err := b.Close(); err != nil {
+			t.Errorf("Close (helper killed %v) = %v", killHelper, err)
+		}
+		until := time.Now()
+		if d := sandboxDirs(t, first.ID()); len(d) != 0 {
+			t.Errorf("sandbox directories after Close (helper killed %v): %v", killHelper, d)
+		}
+		out, err := exec.Command("docker", "events", "--since", eventTime(since), "--until", eventTime(until),
+			"--filter", "container="+first.ID(), "--filter", "event=exec_create", "--format", "{{.Action}}").CombinedOutput()
+		if err != nil {
+			t.Fatalf("docker events: %v: %s", err, out)
+		}
+		want := 0
+		if killHelper {
+			want = 1 // the rm of the fallback
+		}
+		if n := strings.Count(string(out), "exec_create"); n != want {
+			t.Errorf("Close (helper killed %v) created %d execs, want %d", killHelper, n, want)
+		}
+	}
+}

@@ -51,13 +51,15 @@ func BaseName(uid int) string { return "pi-sandbox-spill-" + strconv.Itoa(uid) }
 // (each a real directory of the user with mode 0700, else it fails and
 // prints nothing), removes spill files older than MaxAge under the base,
 // keeps the newest MaxFiles in KEY, and prints the directory. It works in
-// busybox and dash (stat -c, find -mtime, ls -t).
+// busybox and dash (stat -c, find -mtime, ls -t). It uses $me as the
+// user's uid when the caller set it (one process less).
 var Script = `spill_dir() {
-  sb=$1/pi-sandbox-spill-$(id -u); sd=$sb/$2; me=$(id -u)
-  for x in "$sb" "$sd"; do
-    [ -d "$x" ] || mkdir -m 700 "$x" 2>/dev/null || return 1
-    [ ! -L "$x" ] && [ "$(stat -c %u:%a "$x" 2>/dev/null)" = "$me:700" ] || return 1
-  done
+  me=${me:-$(id -u)}; sb=$1/pi-sandbox-spill-$me; sd=$sb/$2
+  [ -d "$sb" ] || mkdir -m 700 "$sb" 2>/dev/null || return 1
+  [ ! -L "$sb" ] && [ -O "$sb" ] || return 1
+  [ -d "$sd" ] || mkdir -m 700 "$sd" 2>/dev/null || return 1
+  [ ! -L "$sd" ] && [ "$(stat -c %u:%a "$sb" "$sd" 2>/dev/null)" = "$me:700
+$me:700" ] || return 1
   find "$sb" -type f -mtime +` + strconv.Itoa(int(MaxAge/(24*time.Hour))-1) + ` -exec rm -f {} + 2>/dev/null
   n=0; for f in $(ls -t "$sd" 2>/dev/null); do n=$((n+1)); [ $n -gt ` + strconv.Itoa(MaxFiles) + ` ] && rm -f "$sd/$f"; done
   printf '%s\n' "$sd"

@@ -123,8 +123,17 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 // binary ("@dir" for its directory in the sandbox directory): the exec goes
 // on as the helper when the shim is there (probeServe).
 var probeScript = spillkey.Script + `
-echo "uid=$(id -u)"; echo "gid=$(id -g)"; echo "user=$(id -un 2>/dev/null)"
-echo "home=$HOME"; echo "arch=$(uname -m)"; echo "os=$(uname -s)"
+# Few processes: each one costs milliseconds in a container. The ids come
+# from the kernel (the effective ones, as id prints), the name from
+# /etc/passwd, else id.
+me=; gid=; user=
+while read -r k r e x; do case $k in Uid:) me=$e;; Gid:) gid=$e;; esac; done 2>/dev/null </proc/self/status
+[ -n "$me" ] || me=$(id -u); [ -n "$gid" ] || gid=$(id -g)
+while IFS=: read -r n x i x; do [ "$i" = "$me" ] && { user=$n; break; }; done 2>/dev/null </etc/passwd
+[ -n "$user" ] || user=$(id -un 2>/dev/null)
+un=$(uname -sm)
+echo "uid=$me"; echo "gid=$gid"; echo "user=$user"
+echo "home=$HOME"; echo "arch=${un##* }"; echo "os=${un%% *}"
 for s in /bin/bash /usr/bin/bash; do if [ -x "$s" ]; then echo "shell=$s"; break; fi; done
 if [ -f /sys/fs/cgroup/memory.events ]; then echo oom=/sys/fs/cgroup/memory.events
 elif [ -f /sys/fs/cgroup/memory/memory.oom_control ]; then echo oom=/sys/fs/cgroup/memory/memory.oom_control; fi
@@ -135,7 +144,7 @@ own() { [ -d "$1" ] && [ ! -L "$1" ] && [ -O "$1" ] && chmod 700 "$1" 2>/dev/nul
 if [ "$5" = up ]; then
   for base in "$2" /var/tmp /tmp "$HOME"; do
     [ -n "$base" ] || continue
-    d=$base/pi-sandbox-up-$(id -u); [ "$base" = "$2" ] && d=$base/up-$(id -u)
+    d=$base/pi-sandbox-up-$me; [ "$base" = "$2" ] && d=$base/up-$me
     mkdir -m 700 "$d" 2>/dev/null; if own "$d"; then st=$d; break; fi
   done
 elif [ -n "$2" ] && mkdir -p "$2/sb-$3" 2>/dev/null; then st=$2/sb-$3
@@ -162,7 +171,8 @@ fi
 if [ -n "$4" ]; then
   for d in /tmp/pi-sandbox-bin.*; do
     sp=$d/$4
-    [ "$(stat -c %u:%a "$d" 2>/dev/null)" = 0:755 ] && [ "$(stat -c %u:%a "$sp" 2>/dev/null)" = 0:755 ] || continue
+    [ "$(stat -c %u:%a "$d" "$sp" 2>/dev/null)" = "0:755
+0:755" ] || continue
     # A helper about to start from it needs no check first: one that will
     # not serve is uploaded again (the client's Restore).
     if [ -n "$7" ] || "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; shim=$sp; break; fi
@@ -325,17 +335,21 @@ func (b *Backend) ID() string { return b.id }
 // to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		// An up sandbox's directory is shared by its clients and its
+		// daemon: it goes with the container (down).
+		own := !b.ephemeral && !b.up && b.stateDir != ""
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
 		if b.h != nil {
+			if own && b.h.End(ctx, b.stateDir) == nil {
+				own = false // the helper removed it, no exec needed
+			}
 			b.h.Close()
 		}
 		if b.ephemeral {
 			b.closeErr = removeContainer(b.cli, b.id)
-		} else if b.stateDir != "" && !b.up {
-			// An up sandbox's directory is shared by its clients and
-			// its daemon: it goes with the container (down).
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		} else if own {
 			res, err := b.script(ctx, "rm -rf "+shellproc.Quote(b.stateDir), nil)
-			cancel()
 			if err == nil && res.code != 0 {
 				err = fmt.Errorf("docker: remove %s: %s", b.stateDir, strings.TrimSpace(res.stderr))
 			}

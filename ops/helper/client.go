@@ -185,6 +185,23 @@ func (cl *Client) Close() error {
 	return nil
 }
 
+// End ends the current helper's calls (each command's tree is killed),
+// waits for them, removes dir in the target when it is not empty, and then
+// closes the stream as Close does. It never starts a helper: with no live
+// one it only closes, and returns an error wrapping ops.ErrTransport (the
+// caller removes dir another way).
+func (cl *Client) End(ctx context.Context, dir string) error {
+	defer cl.Close()
+	c := cl.c
+	c.mu.Lock()
+	s := c.sess
+	c.mu.Unlock()
+	if s == nil || !s.alive() {
+		return c.errorf("end: %w: no helper", ops.ErrTransport)
+	}
+	return s.callJSON(ctx, c, proto.PathEnd, proto.EndRequest{Remove: proto.Str(dir)}, nil)
+}
+
 func (c *conn) errorf(format string, a ...any) error {
 	return fmt.Errorf(c.cfg.Name+": "+format, a...)
 }

@@ -235,3 +235,48 @@ func (m *mark) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
+
+// TestEndKillsThenRemoves: End returns once every tree is dead and the
+// directory is gone (no polling), the stream is closed after, and a second
+// End, with no helper left, says so.
+func TestEndKillsThenRemoves(t *testing.T) {
+	b := open(t).(*helper.Client)
+	dir := t.TempDir()
+	errc := startTree(t, b, dir)
+	ps := pids(t, dir)
+	doomed := filepath.Join(t.TempDir(), "sandbox")
+	if err := os.MkdirAll(filepath.Join(doomed, "spill", "deep"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.End(t.Context(), doomed); err != nil {
+		t.Fatalf("End = %v", err)
+	}
+	for _, p := range ps {
+		if alive(p) {
+			t.Errorf("pid %d alive after End", p)
+		}
+	}
+	if _, err := os.Stat(doomed); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Stat after End = %v, want not exist", err)
+	}
+	if err := <-errc; err == nil {
+		t.Error("Run cut by End = nil, want an error")
+	}
+	if err := b.End(t.Context(), ""); !errors.Is(err, ops.ErrTransport) {
+		t.Errorf("End after End = %v, want ErrTransport", err)
+	}
+	if _, err := b.Stat(t.Context(), dir); !errors.Is(err, ops.ErrTransport) {
+		t.Errorf("Stat after End = %v, want ErrTransport (closed)", err)
+	}
+}
+
+// TestEndRefusesRoot: End will not remove "/" or a relative path, and
+// says why.
+func TestEndRefusesRoot(t *testing.T) {
+	for _, d := range []string{"/", "rel/dir", "/.."} {
+		b := open(t).(*helper.Client)
+		if err := b.End(t.Context(), d); err == nil || !strings.Contains(err.Error(), "will not remove") {
+			t.Errorf("End(%q) = %v, want a refusal", d, err)
+		}
+	}
+}

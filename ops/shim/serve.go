@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -192,6 +193,10 @@ func (s *server) mux() http.Handler {
 	m.HandleFunc("POST "+proto.PathKill, s.handleKill)
 	m.HandleFunc("POST "+proto.PathPS, s.handlePS)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPost && r.URL.Path == proto.PathEnd {
+			s.handleEnd(w, r) // it waits for the others: not one of them
+			return
+		}
 		s.active.Add(1)
 		defer s.active.Done()
 		// A request also ends when the session does.
@@ -266,6 +271,44 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		old.Close()
 	}
 	writeJSON(w, reply)
+}
+
+// handleEnd ends the session's calls, waits for them (at most exitWait),
+// removes the directory the client names, and replies: the client closes
+// the stream after. Calls that come later fail at once (the session's
+// context is done).
+func (s *server) handleEnd(w http.ResponseWriter, r *http.Request) {
+	var req proto.EndRequest
+	if !decode(w, r.Body, &req) {
+		return
+	}
+	dir := string(req.Remove)
+	if dir != "" && (!filepath.IsAbs(dir) || filepath.Clean(dir) == "/") {
+		replyErr(w, fmt.Errorf("shim: end: will not remove %q", dir))
+		return
+	}
+	s.cancelAll()
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(exitWait):
+	}
+	// The warm shim and, in a session of its own, the background groups
+	// end too (the daemon's stay: they are not this session's).
+	s.mu.Lock()
+	b := s.b
+	s.mu.Unlock()
+	if b != nil {
+		b.Close()
+	}
+	if dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			replyErr(w, fmt.Errorf("shim: end: %w", err))
+			return
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 var (

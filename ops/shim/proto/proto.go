@@ -28,6 +28,7 @@ const (
 	PathRun    = "/v1/run"    // RunRequest → frames (see WriteFrame)
 	PathPS     = "/v1/ps"     // empty → PSReply: the background processes
 	PathKill   = "/v1/kill"   // KillRequest → empty: stop a run's tree; its reply still ends with an end frame
+	PathEnd    = "/v1/end"    // EndRequest → empty: end the session's calls (and remove a directory), then reply
 )
 
 // Protocols is the one protocol both ends speak: HTTP/2 cleartext with
@@ -293,6 +294,14 @@ type Process struct {
 // open, so the client learns when the tree is dead.
 type KillRequest struct {
 	ID string `json:"id"`
+}
+
+// EndRequest ends a session before its stream closes: every call in flight
+// is cancelled (each command's tree killed) and waited for, then Remove,
+// when set, is removed with everything in it. The reply comes after, so a
+// client that closes the stream then knows both are done.
+type EndRequest struct {
+	Remove Str `json:"remove,omitempty"`
 }
 
 // Frame kinds of a run reply. A frame is kind(1) | len(u32 BE) | payload.
