@@ -33,7 +33,10 @@ func checkHelper(ctx context.Context, env *doctorEnv) (string, error) {
 	detail := "runs locally"
 	if h := b.Helper(); h != nil {
 		hello := h.Hello()
-		detail = fmt.Sprintf("runs locally (build %.12s, protocol %d)", hello.Build, hello.Version)
+		detail = fmt.Sprintf("runs locally (protocol %d)", hello.Version)
+		if hello.Build != "" {
+			detail = fmt.Sprintf("runs locally (build %.12s, protocol %d)", hello.Build, hello.Version)
+		}
 	}
 	return detail + "; in containers and over ssh it starts once per sandbox", nil
 }

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -18,7 +17,7 @@ const noShimLimit = "no shim: a process that calls setsid itself survives a kill
 // can look for an earlier upload of the same content.
 type shimFile struct {
 	host string
-	data []byte
+	up   *shim.Upload
 	name string // content-addressed file name in the container
 	err  error  // why there is no shim
 }
@@ -31,7 +30,7 @@ func readShim(cfg *Config) *shimFile {
 	if err != nil {
 		return &shimFile{err: err}
 	}
-	return &shimFile{host: u.Path, data: u.Data, name: u.Name()}
+	return &shimFile{host: u.Path, up: u, name: u.Name()}
 }
 
 // setupShim records the shim the probe found (found is its path, "" when
@@ -59,12 +58,12 @@ func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
 // noexec /tmp), it uploads as the sandbox user next to the sandbox
 // directories and Info.Limits says the binary is the user's to change.
 func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) {
-	if err := shim.CheckStaticELF(sf.data, b.info.Arch); err != nil {
+	if err := sf.up.CheckELF(b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", sf.host, err)
 	}
 	q := shellproc.Quote(sf.name)
 	root := "d=$(mktemp -d /tmp/pi-sandbox-bin.XXXXXXXX) && chmod 755 \"$d\" && t=\"$d/" + sf.name + ".tmp\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d\"/" + q + " && \"$d\"/" + q + " __shim version 2>&1 && echo \"path=$d/" + sf.name + "\" || { s=$?; [ -n \"$d\" ] && rm -rf \"$d\"; return $s; }"
-	res, err := b.scriptAs(ctx, true, root, bytes.NewReader(sf.data))
+	res, err := b.uploadWith(ctx, true, root, sf)
 	if err != nil {
 		return "", err
 	}
@@ -77,7 +76,7 @@ func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) 
 	target := path.Join(path.Dir(b.stateDir), sf.name)
 	tq := shellproc.Quote(target)
 	up := "t=$(mktemp " + tq + ".XXXXXXXX) && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" " + tq + " && " + tq + " __shim version 2>&1 || { s=$?; rm -f \"$t\"; return $s; }"
-	res, err = b.script(ctx, up, bytes.NewReader(sf.data))
+	res, err = b.uploadWith(ctx, false, up, sf)
 	if err != nil {
 		return "", err
 	}
@@ -86,6 +85,19 @@ func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) 
 	}
 	b.info.Limits = append(b.info.Limits, "the shim "+target+" belongs to the sandbox user, who can replace it (root could not upload it: "+rootErr+")")
 	return target, nil
+}
+
+// uploadWith runs an upload script with the binary on its stdin.
+func (b *Backend) uploadWith(ctx context.Context, root bool, script string, sf *shimFile) (*scriptResult, error) {
+	r, err := sf.up.Open()
+	if err != nil {
+		return nil, err
+	}
+	res, err := b.scriptAs(ctx, root, script, r)
+	if cerr := r.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	return res, err
 }
 
 // CheckShimBinary reports whether the file at host can serve as the shim in

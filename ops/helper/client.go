@@ -263,6 +263,7 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 		return nil, c.errorf("helper connection: %w: %w", ops.ErrTransport, s.err)
 	}
 	c.cfg.Hello.Version = proto.Version
+	c.cfg.Hello.WantBuild = c.cfg.Hello.WantBuild || c.cfg.Build != ""
 	var reply proto.HelloReply
 	if err := s.callJSON(ctx, c, proto.PathHello, c.cfg.Hello, &reply); err != nil {
 		s.kill(err)

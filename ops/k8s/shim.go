@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -13,7 +12,7 @@ import (
 // shimFile is the host's shim binary.
 type shimFile struct {
 	host string
-	data []byte
+	up   *shim.Upload
 	sum  string // hex SHA-256
 	name string // content-addressed file name in the pod
 }
@@ -23,7 +22,7 @@ func readShim(cfg *Config) (*shimFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("k8s: %w", err)
 	}
-	return &shimFile{host: u.Path, data: u.Data, sum: u.Sum, name: u.Name()}, nil
+	return &shimFile{host: u.Path, up: u, sum: u.Sum, name: u.Name()}, nil
 }
 
 // uploadScript writes stdin to a temp file in $1, checks its size ($4) and
@@ -46,13 +45,20 @@ chmod 755 "$t" && mv -f "$t" "$1/$2" && "$1/$2" __shim version
 // upload is tried once more.
 func (b *Backend) uploadShim(ctx context.Context, dir string) (string, error) {
 	sf := b.sf
-	if err := shim.CheckStaticELF(sf.data, b.info.Arch); err != nil {
+	if err := sf.up.CheckELF(b.info.Arch); err != nil {
 		return "", fmt.Errorf("k8s: %s: %w", sf.host, err)
 	}
 	var res result
 	var err error
 	for try := 0; try < 2; try++ {
-		res, err = b.t.script(ctx, uploadScript, bytes.NewReader(sf.data), dir, sf.name, sf.sum, strconv.Itoa(len(sf.data)))
+		r, oerr := sf.up.Open()
+		if oerr != nil {
+			return "", fmt.Errorf("k8s: upload the shim: %w", oerr)
+		}
+		res, err = b.t.script(ctx, uploadScript, r, dir, sf.name, sf.sum, strconv.FormatInt(sf.up.Size, 10))
+		if cerr := r.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 		if err != nil {
 			return "", fmt.Errorf("k8s: upload the shim: %w", err)
 		}

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"io"
 )
 
 // CheckStaticELF reports whether data can serve as the shim on a Linux target
 // of goarch: a statically linked ELF executable for that architecture. The
 // docker and ssh backends check the host binary before uploading it.
 func CheckStaticELF(data []byte, goarch string) error {
-	f, err := elf.NewFile(bytes.NewReader(data))
+	return checkStaticELF(bytes.NewReader(data), goarch)
+}
+
+func checkStaticELF(r io.ReaderAt, goarch string) error {
+	f, err := elf.NewFile(r)
 	if err != nil {
 		return fmt.Errorf("not an ELF executable: %w", err)
 	}

@@ -247,7 +247,6 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 	info := b.Info()
 	reply := proto.HelloReply{
 		Version:      proto.Version,
-		Build:        selfHash(exe),
 		PID:          os.Getpid(),
 		UID:          info.UID,
 		GID:          info.GID,
@@ -258,6 +257,9 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		Shell:        info.Shell,
 		Capabilities: append(info.Capabilities, "helper", "grep", "find", "confine", "edit"),
 		Limits:       info.Limits,
+	}
+	if h.WantBuild || s.shared != nil { // the daemon has it already
+		reply.Build = selfHash(exe)
 	}
 	if s.shared != nil {
 		// Background processes outlive this client: the daemon owns them.

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path"
 	"strings"
-	"sync"
 
 	"github.com/pkg/sftp"
 
@@ -21,43 +21,19 @@ const noShimLimit = "no shim: a process that calls setsid itself survives a kill
 type hostShimBinary struct {
 	path string
 	name string // "shim-" + the first 16 hex digits of its SHA-256
-	data []byte
+	up   *shim.Upload
 }
 
-var (
-	shimCacheMu sync.Mutex
-	shimCache   = map[string]hostShimBinary{} // by path, size and mtime
-)
-
-// hostShim reads the binary to upload (once per path and version).
+// hostShim hashes the binary to upload (once per path and version).
 func (b *Backend) hostShim() (hostShimBinary, error) {
 	if b.cfg.NoShim {
 		return hostShimBinary{}, nil
 	}
-	p := b.cfg.ShimBinary
-	if p == "" {
-		var err error
-		if p, err = shim.HostBinary(); err != nil {
-			return hostShimBinary{}, err
-		}
-	}
-	fi, err := os.Stat(p)
-	if err != nil {
-		return hostShimBinary{}, fmt.Errorf("shim binary: %w", err)
-	}
-	key := fmt.Sprintf("%s\x00%d\x00%d", p, fi.Size(), fi.ModTime().UnixNano())
-	shimCacheMu.Lock()
-	defer shimCacheMu.Unlock()
-	if h, ok := shimCache[key]; ok {
-		return h, nil
-	}
-	u, err := shim.ReadUpload(p)
+	u, err := shim.ReadUpload(b.cfg.ShimBinary)
 	if err != nil {
 		return hostShimBinary{}, err
 	}
-	h := hostShimBinary{path: p, name: "shim-" + u.Sum[:16], data: u.Data}
-	shimCache[key] = h
-	return h, nil
+	return hostShimBinary{path: u.Path, name: "shim-" + u.Sum[:16], up: u}, nil
 }
 
 // setupShim records the shim the probe found (found, its remote path), or
@@ -87,7 +63,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 	if b.info.OS != "linux" {
 		return "", fmt.Errorf("remote OS is %q", b.info.OS)
 	}
-	if err := shim.CheckStaticELF(h.data, b.info.Arch); err != nil {
+	if err := h.up.CheckELF(b.info.Arch); err != nil {
 		return "", fmt.Errorf("%s: %w", h.path, err)
 	}
 	target := path.Join(path.Dir(path.Dir(b.info.SpillDir)), h.name)
@@ -97,7 +73,7 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 		if err != nil {
 			return b.pathErr("open", tmp, err, c, sc, hintCreate)
 		}
-		_, werr := f.Write(h.data)
+		werr := copyUpload(f, h.up)
 		if werr == nil {
 			werr = f.Chmod(0o755)
 		}
@@ -121,4 +97,17 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 		return "", fmt.Errorf("%s does not run: %v %s", target, err, bytes.TrimSpace(out))
 	}
 	return target, nil
+}
+
+// copyUpload writes the binary's content to w.
+func copyUpload(w io.Writer, u *shim.Upload) error {
+	r, err := u.Open()
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, r)
+	if cerr := r.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -65,12 +65,16 @@ type Hello struct {
 	// during a command is the command's. Elsewhere (a host) it is not
 	// read.
 	OOMCounter bool `json:"oomCounter,omitempty"`
+	// WantBuild asks for HelloReply.Build, which costs the helper a hash
+	// of its binary (milliseconds in a container); without it Build may
+	// be empty.
+	WantBuild bool `json:"wantBuild,omitempty"`
 }
 
 // HelloReply describes the target and the helper.
 type HelloReply struct {
 	Version      int      `json:"version"`
-	Build        string   `json:"build"` // hex SHA-256 of the helper binary
+	Build        string   `json:"build"` // hex SHA-256 of the helper binary (see Hello.WantBuild)
 	PID          int      `json:"pid"`
 	UID          int      `json:"uid"`
 	GID          int      `json:"gid"`
