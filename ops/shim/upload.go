@@ -99,8 +99,8 @@ func (u *Upload) CheckELF(goarch string) error {
 
 // checkedReader reads the file and checks its hash and size at the end.
 type checkedReader struct {
-	f *os.File
-	u *Upload
+	f   *os.File
+	u   *Upload
 	h   hash.Hash
 	n   int64
 	err error // the content differs
@@ -121,4 +121,3 @@ func (r *checkedReader) Close() error {
 	r.f.Close()
 	return r.err
 }
-
