@@ -142,7 +142,7 @@ func TestK8sUpServiceLivesUntilDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	downed = true
-	if _, err := c.Set.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+	if _, err := clientset(t, c).CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("pod %s after Down: %v, want not found", name, err)
 	}
 }

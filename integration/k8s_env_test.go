@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 )
@@ -65,7 +65,7 @@ func needCluster(t testing.TB) *k8s.Client {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := c.Set.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+		if _, err := k8s.List(ctx, c); err != nil {
 			k8sSkip = "cluster " + k8sConfig + " unreachable: " + err.Error()
 			return
 		}
@@ -161,4 +161,15 @@ func k8sLeftovers() []string {
 		k8s.Down(ctx, k8sClient, s.Name)
 	}
 	return names
+}
+
+// clientset is a typed client of c's cluster, for what the tests set up
+// (the backend itself uses only the part of the API it needs).
+func clientset(t testing.TB, c *k8s.Client) kubernetes.Interface {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.REST)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
 }

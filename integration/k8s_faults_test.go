@@ -114,7 +114,7 @@ func TestK8sPodDeletedMidCommand(t *testing.T) {
 	done := startTree(t, t.Context(), b, "3012")
 	zero := int64(0)
 	start := time.Now()
-	if err := c.Set.CoreV1().Pods(c.Namespace).Delete(t.Context(), b.Pod(), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+	if err := clientset(t, c).CoreV1().Pods(c.Namespace).Delete(t.Context(), b.Pod(), metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
 		t.Fatal(err)
 	}
 	select {

@@ -28,6 +28,7 @@ import (
 // reporting nothing missing.
 func TestK8sRBACMinimal(t *testing.T) {
 	admin := needCluster(t)
+	adminSet := clientset(t, admin)
 	ctx, cancel := context.WithTimeout(t.Context(), 4*time.Minute)
 	defer cancel()
 	_, file, _, _ := runtime.Caller(0)
@@ -36,11 +37,11 @@ func TestK8sRBACMinimal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := "pi-sandbox-rbac-" + runID
-	if _, err := admin.Set.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels()}}, metav1.CreateOptions{}); err != nil {
+	if _, err := adminSet.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns, Labels: labels()}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		admin.Set.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		adminSet.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
 	})
 	var sa string
 	for _, doc := range strings.Split(string(manifest), "\n---") {
@@ -54,11 +55,11 @@ func TestK8sRBACMinimal(t *testing.T) {
 		switch o := obj.(type) {
 		case *corev1.ServiceAccount:
 			sa = o.Name
-			_, err = admin.Set.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = adminSet.CoreV1().ServiceAccounts(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.Role:
-			_, err = admin.Set.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = adminSet.RbacV1().Roles(ns).Create(ctx, o, metav1.CreateOptions{})
 		case *rbacv1.RoleBinding:
-			_, err = admin.Set.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
+			_, err = adminSet.RbacV1().RoleBindings(ns).Create(ctx, o, metav1.CreateOptions{})
 		default:
 			t.Fatalf("rbac.yaml: unexpected %T", obj)
 		}
@@ -67,7 +68,7 @@ func TestK8sRBACMinimal(t *testing.T) {
 		}
 	}
 	exp := int64(900)
-	tr, err := admin.Set.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	tr, err := adminSet.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa, &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestK8sRBACMinimal(t *testing.T) {
 	if err != nil || len(missing) > 0 {
 		t.Fatalf("Missing = %v, %v; want none", missing, err)
 	}
-	if _, err := c.Set.CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
+	if _, err := clientset(t, c).CoreV1().Pods("default").List(ctx, metav1.ListOptions{}); err == nil {
 		t.Error("the ServiceAccount can list pods in namespace default")
 	}
 	start := time.Now()

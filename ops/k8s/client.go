@@ -3,7 +3,6 @@ package k8s
 import (
 	"fmt"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -14,10 +13,11 @@ import (
 // that work on pods without a backend (Up, Down, List, GC, Doctor).
 type Client struct {
 	REST      *rest.Config
-	Set       kubernetes.Interface
 	Namespace string
 	// Context is the kubeconfig context used ("" with Config.REST).
 	Context string
+
+	api *api
 }
 
 // NewClient loads the cluster configuration of cfg (Kubeconfig, Context,
@@ -56,11 +56,11 @@ func NewClient(cfg Config) (*Client, error) {
 	// The helper's exec is long-lived: no client-side timeout on requests;
 	// each call bounds itself by its context.
 	rc.Timeout = 0
-	cs, err := kubernetes.NewForConfig(rc)
+	a, err := newAPI(rc, ns)
 	if err != nil {
 		return nil, fmt.Errorf("k8s: client: %w", err)
 	}
-	return &Client{REST: rc, Set: cs, Namespace: ns, Context: ctxName}, nil
+	return &Client{REST: rc, Namespace: ns, Context: ctxName, api: a}, nil
 }
 
 // apiErr wraps a failed API call: it never looks like a file error, and

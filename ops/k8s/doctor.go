@@ -6,7 +6,6 @@ import (
 	"time"
 
 	authv1 "k8s.io/api/authorization/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Permission is one access the backend needs in its namespace.
@@ -31,7 +30,7 @@ var Needed = []Permission{
 
 // ServerVersion returns the API server's version.
 func ServerVersion(c *Client) (string, error) {
-	v, err := c.Set.Discovery().ServerVersion()
+	v, err := c.api.serverVersion(context.Background())
 	if err != nil {
 		return "", apiErr("server version", err)
 	}
@@ -46,7 +45,7 @@ func Missing(ctx context.Context, c *Client) ([]Permission, error) {
 		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
 			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource},
 		}}
-		res, err := c.Set.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, r, metav1.CreateOptions{})
+		res, err := c.api.accessReview(ctx, r)
 		if err != nil {
 			return nil, apiErr("access review", err)
 		}

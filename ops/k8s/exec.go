@@ -9,9 +9,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/remotecommand"
-	"k8s.io/client-go/kubernetes/scheme"
 	clientremote "k8s.io/client-go/tools/remotecommand"
 	"k8s.io/client-go/transport/spdy"
 	utilexec "k8s.io/client-go/util/exec"
@@ -40,12 +38,10 @@ func quiet(ctx context.Context) context.Context {
 // wires it: WebSocket (v5) first, SPDY offering only v4 when the upgrade
 // fails or an HTTPS proxy is in the way.
 func (t *podExec) executor(argv []string, stdin bool) (clientremote.Executor, error) {
-	req := t.c.Set.CoreV1().RESTClient().Post().Resource("pods").Namespace(t.c.Namespace).Name(t.pod).
-		SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: t.container, Command: argv,
-			Stdin: stdin, Stdout: true, Stderr: true, TTY: false,
-		}, scheme.ParameterCodec)
+	req := t.c.api.execRequest(t.pod, &corev1.PodExecOptions{
+		Container: t.container, Command: argv,
+		Stdin: stdin, Stdout: true, Stderr: true, TTY: false,
+	})
 	u := req.URL()
 	var ws, sp clientremote.Executor
 	var err error
@@ -128,7 +124,5 @@ func (l *limitBuffer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-var metavOpts = metav1.GetOptions{}
 
 func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

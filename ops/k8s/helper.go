@@ -69,7 +69,7 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 func (b *Backend) podGone() string {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	p, err := b.c.Set.CoreV1().Pods(b.c.Namespace).Get(ctx, b.t.pod, metavOpts)
+	p, err := b.c.api.getPod(ctx, b.t.pod)
 	switch {
 	case err != nil && isNotFound(err):
 		return "was deleted"

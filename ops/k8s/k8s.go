@@ -12,7 +12,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
@@ -88,7 +87,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			limits = append(limits, "no user namespace (hostUsers: false is not supported by the node or disabled): uid 1000 in the pod is uid 1000 on the node")
 		}
 	} else {
-		p, err := c.Set.CoreV1().Pods(c.Namespace).Get(ctx, cfg.Pod, metav1.GetOptions{})
+		p, err := c.api.getPod(ctx, cfg.Pod)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("k8s: no pod %q in namespace %s", cfg.Pod, c.Namespace)

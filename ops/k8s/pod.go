@@ -233,7 +233,7 @@ func createPod(ctx context.Context, c *Client, cfg *Config, kind string) (string
 
 func createOne(ctx context.Context, c *Client, cfg *Config, kind string, hostUsersFalse bool) (string, error) {
 	p := hardenedPod(cfg, kind, newPodName(), hostUsersFalse)
-	created, err := c.Set.CoreV1().Pods(c.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	created, err := c.api.createPod(ctx, p)
 	if err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
 			return "", fmt.Errorf("k8s: create pod in namespace %s: %w", c.Namespace, err)
@@ -260,7 +260,7 @@ func createOne(ctx context.Context, c *Client, cfg *Config, kind string, hostUse
 // user namespaces (status.runtimeHandlers); known is false when the nodes
 // cannot be read (the minimal Role has no access to them) or do not say.
 func nodesUserns(ctx context.Context, c *Client) (known, all bool) {
-	nodes, err := c.Set.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := c.api.listNodes(ctx)
 	if err != nil || len(nodes.Items) == 0 {
 		return false, false
 	}
@@ -288,13 +288,12 @@ const sandboxWait = 4 * time.Second
 
 // waitRunning watches p until it runs, fails, or ctx ends.
 func waitRunning(ctx context.Context, c *Client, p *corev1.Pod, usernsTry bool) error {
-	pods := c.Set.CoreV1().Pods(c.Namespace)
 	var scheduledAt time.Time
 	rv := p.ResourceVersion
 	tick := time.NewTicker(500 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name).String(), ResourceVersion: rv})
+		w, err := c.api.watchPods(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", p.Name).String(), ResourceVersion: rv})
 		if err != nil {
 			if ctx.Err() != nil {
 				return context.Cause(ctx)
@@ -359,7 +358,7 @@ func sandboxReady(p *corev1.Pod) bool {
 // usernsRefused looks for the kubelet's event saying the runtime refuses
 // user namespaces; known is false when the events cannot be read.
 func usernsRefused(ctx context.Context, c *Client, pod string) (refused, known bool) {
-	ev, err := c.Set.CoreV1().Events(c.Namespace).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
+	ev, err := c.api.listEvents(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("involvedObject.name", pod).String()})
 	if err != nil {
 		return false, false
 	}
@@ -429,10 +428,9 @@ func deletePod(c *Client, name string, wait bool) error {
 }
 
 func deletePodCtx(ctx context.Context, c *Client, name string, wait bool) error {
-	pods := c.Set.CoreV1().Pods(c.Namespace)
 	zero := int64(0)
 	bg := metav1.DeletePropagationBackground
-	err := pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg})
+	err := c.api.deletePod(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero, PropagationPolicy: &bg})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -443,12 +441,12 @@ func deletePodCtx(ctx context.Context, c *Client, name string, wait bool) error 
 		return nil
 	}
 	for {
-		w, err := pods.Watch(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
+		w, err := c.api.watchPods(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("metadata.name", name).String()})
 		if err != nil {
 			return apiErr("watch pod "+name, err)
 		}
 		// The watch starts after a get: a pod deleted in between is gone.
-		if _, err := pods.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		if _, err := c.api.getPod(ctx, name); apierrors.IsNotFound(err) {
 			w.Stop()
 			return nil
 		}

@@ -35,7 +35,7 @@ func Up(ctx context.Context, cfg Config) (string, error) {
 // Down deletes a pod this package created and returns once it is gone. A
 // pod without our label is refused.
 func Down(ctx context.Context, c *Client, name string) error {
-	p, err := c.Set.CoreV1().Pods(c.Namespace).Get(ctx, name, metav1.GetOptions{})
+	p, err := c.api.getPod(ctx, name)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			return fmt.Errorf("k8s: no pod %q in namespace %s", name, c.Namespace)
@@ -59,7 +59,7 @@ type Sandbox struct {
 // ("key=value"), except those being deleted.
 func List(ctx context.Context, c *Client, selectors ...string) ([]Sandbox, error) {
 	sel := strings.Join(append([]string{LabelManaged + "=true"}, selectors...), ",")
-	res, err := c.Set.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	res, err := c.api.listPods(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		return nil, apiErr("list pods", err)
 	}

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
@@ -46,7 +44,7 @@ func needCluster(t *testing.T) (string, *k8s.Client) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := c.Set.CoreV1().Pods(c.Namespace).List(ctx, metav1.ListOptions{Limit: 1}); err != nil {
+	if _, err := k8s.List(ctx, c); err != nil {
 		skipOrFail(t, "cluster unreachable: "+err.Error())
 	}
 	if os.Getenv("PI_SANDBOX_SHIM_BIN") == "" {
