@@ -166,7 +166,15 @@ func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, name := r.Context(), string(req.Path)
-	if req.Check {
+	var f io.ReadCloser
+	if cf, ok := fsys.(*confinedFS); ok && req.Check {
+		if fi, rc, ok := cf.openRegular(ctx, name, ops.AccessMode(req.Mode)); ok {
+			info, _ := json.Marshal(proto.ToFileInfo(fi))
+			w.Header().Set(proto.HeaderInfo, string(info))
+			f = rc
+		}
+	}
+	if f == nil && req.Check {
 		// One round trip for the read tool's access, stat and open.
 		if err := fsys.Access(ctx, name, ops.AccessMode(req.Mode)); err != nil {
 			replyErr(w, err)
@@ -184,10 +192,12 @@ func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	f, err := fsys.Open(ctx, name)
-	if err != nil {
-		replyErr(w, err)
-		return
+	if f == nil {
+		var err error
+		if f, err = fsys.Open(ctx, name); err != nil {
+			replyErr(w, err)
+			return
+		}
 	}
 	defer f.Close()
 	buf := make([]byte, 32<<10)

@@ -175,6 +175,30 @@ func openIn(set *beneath.Set, name string) (io.ReadCloser, error) {
 	return &osReader{f: f, name: name}, nil
 }
 
+// openRegular is the read tool's access, stat and open of a regular file
+// under one check of the roots, when access asks at most for reading (an
+// open for reading that works proves it). ok is false for anything else
+// and on any failure: the caller then takes the steps one by one, for
+// their exact error.
+func (c *confinedFS) openRegular(ctx context.Context, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, bool) {
+	if ctx.Err() != nil || mode&^ops.AccessRead != 0 {
+		return nil, nil, false
+	}
+	set, err := c.current("open", name)
+	if err != nil {
+		return nil, nil, false
+	}
+	fi, err := set.Stat(name)
+	if err != nil || !fi.Mode().IsRegular() {
+		return nil, nil, false
+	}
+	r, err := openIn(set, name)
+	if err != nil {
+		return nil, nil, false
+	}
+	return fi, r, true
+}
+
 type osReader struct {
 	f    *os.File
 	name string
