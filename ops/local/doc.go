@@ -1,13 +1,16 @@
 // Package local is the ops backend for the machine pi-sandbox runs on.
 //
-// By default it starts the in-target helper as a child process (`EXECUTABLE
-// __shim serve`, the same server that runs inside containers and on ssh
-// hosts) and talks to it over a pipe with package ops/helper: one code path
-// for every backend. Every command runs under `__shim run`, a child
-// subreaper in its own process group that on a timeout or cancel kills the
-// whole tree, setsid escapees included; files are confined in the helper at
-// open time. Closing the backend ends the helper, which kills every command
-// it still runs.
+// By default it serves the in-target helper in this process (shim.InProcess:
+// the same server that runs inside containers and on ssh hosts, over an
+// in-memory stream) and talks to it with package ops/helper: one code path
+// for every backend. A helper process of its own would run as the same
+// user on the same machine and add only a process switch to each call
+// (it doubled a read's latency). Every command runs under `__shim run`, a
+// child subreaper in its own process group that on a timeout or cancel
+// kills the whole tree, setsid escapees included, and that kills it too
+// when this process dies; files are confined in the helper at open time.
+// Closing the backend ends the helper session, which kills every command
+// it still runs before Close returns.
 //
 // Where the helper cannot run (Config.NoHelper, or a start failure), the
 // operations run in this process (package ops/internal/native) and

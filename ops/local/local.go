@@ -51,8 +51,8 @@ type Config struct {
 	// Nil: the host environment (os.Environ at New).
 	Env []string
 
-	// ShimPath is a binary that runs the shim and the helper (`ShimPath
-	// __shim serve|run`). Zero: pi-sandbox-shim next to this executable (or
+	// ShimPath is a binary that runs the shim (`ShimPath __shim run`) for
+	// every command. Zero: pi-sandbox-shim next to this executable (or
 	// $PI_SANDBOX_SHIM_BIN), else os.Executable() when it dispatches the
 	// shim (shim.Dispatch was called in this process), else none.
 	ShimPath string
@@ -65,14 +65,15 @@ type Config struct {
 	// (zero: 64).
 	MaxBackground int
 
-	// NoHelper runs operations in this process (the fallback path) instead
-	// of in a helper child process; commands still run under the shim.
+	// NoHelper runs operations directly (the fallback path: package
+	// ops/internal/native) instead of through the helper's session;
+	// commands still run under the shim.
 	NoHelper bool
 }
 
-// Backend is the local ops backend: a helper child process (`__shim serve`
-// over a pipe, the same server that runs inside containers and on ssh
-// hosts), or this process itself where the helper cannot run. It is safe
+// Backend is the local ops backend: a helper session served in this
+// process (the same server that runs inside containers and on ssh hosts),
+// or the operations run directly where the helper cannot run. It is safe
 // for concurrent use.
 type Backend struct {
 	inner     ops.Backend
@@ -118,9 +119,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if env == nil {
 			env = os.Environ()
 		}
+		env = append(env[:len(env):len(env)], shimEnvExtra...)
 		c, err := helper.New(ctx, helper.Config{
-			Name:  "local",
-			Dial:  helper.ExecDial(shimPath, append(env[:len(env):len(env)], shimEnvExtra...)),
+			Name: "local",
+			Dial: func(context.Context) (io.ReadWriteCloser, error) {
+				return shim.InProcess(shimPath, env), nil
+			},
 			Hello: proto.Hello{WorkDir: proto.Str(wd), SpillDir: proto.Str(spill), Shell: proto.Str(cfg.Shell), MaxBackground: cfg.MaxBackground},
 		})
 		if err == nil {

@@ -85,7 +85,7 @@ func serveMain(args []string, stderr io.Writer) int {
 		case <-conn.closed:
 		}
 	}()
-	serveSession(conn, nil)
+	serveSession(conn, newServer(nil))
 	return 0
 }
 
@@ -95,12 +95,10 @@ type sessionConn interface {
 	Done() <-chan struct{}
 }
 
-// serveSession serves one client session on conn until it ends, then
-// cancels the session's calls (each running command kills its tree),
-// waits for them and closes the session's backend. Background processes
-// are the session's own when shared is nil, else shared's (they stay).
-func serveSession(conn sessionConn, shared *native.Registry) {
-	s := newServer(shared)
+// serveSession serves one client session on conn with s until it ends,
+// then cancels the session's calls (each running command kills its tree),
+// waits for them and closes the session's backend.
+func serveSession(conn sessionConn, s *server) {
 	srv := &http.Server{
 		Handler:   s.mux(),
 		Protocols: proto.Protocols(),
@@ -147,7 +145,9 @@ func takeStdio() (*os.File, *os.File, error) {
 
 // server holds one session's state.
 type server struct {
-	shared  *native.Registry // the daemon's background registry; nil: the session's own
+	shared  *native.Registry // the daemon's background registry; nil: the session's own (they end with it)
+	shim    string           // runs commands (`shim __shim run`); "": this executable
+	env     []string         // the base environment of commands; nil: this process's
 	mu      sync.Mutex
 	b       *native.Backend // set by hello
 	hello   proto.HelloReply
@@ -217,12 +217,19 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: protocol version %d, the helper speaks %d", h.Version, proto.Version))
 		return
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		replyErr(w, fmt.Errorf("shim: executable: %w", err))
-		return
+	exe := s.shim
+	if exe == "" {
+		var err error
+		if exe, err = os.Executable(); err != nil {
+			replyErr(w, fmt.Errorf("shim: executable: %w", err))
+			return
+		}
 	}
-	env := append(os.Environ(), proto.Strings(h.Env)...)
+	base := s.env
+	if base == nil {
+		base = os.Environ()
+	}
+	env := append(base[:len(base):len(base)], proto.Strings(h.Env)...)
 	if s.shared != nil {
 		s.shared.SetMax(h.MaxBackground)
 	}

@@ -179,7 +179,7 @@ func (d *daemon) serve() {
 				us.Close()
 				return
 			}
-			serveSession(us, d.reg)
+			serveSession(us, newServer(d.reg))
 			us.Close()
 		}()
 	}
