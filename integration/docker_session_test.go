@@ -18,16 +18,8 @@ import (
 // the shim already starts with one exec (the probe's exec goes on as the
 // helper), and its commands start none.
 func TestDockerSessionStartsInOneExec(t *testing.T) {
-	needImage(t, "pi-sandbox/debian")
 	ctx := context.Background()
-	first, err := docker.New(ctx, docker.Config{Image: "pi-sandbox/debian", Labels: labels()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	if !first.Info().Has("helper") {
-		t.Fatalf("the first session has no helper: %v", first.Info().Limits)
-	}
+	first := shimContainer(t)
 	since := time.Now()
 	b, err := docker.New(ctx, docker.Config{Container: first.ID()})
 	if err != nil {
@@ -42,15 +34,37 @@ func TestDockerSessionStartsInOneExec(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	until := time.Now()
+	if n := execsCreated(t, first.ID(), since, time.Now()); n != 1 {
+		t.Fatalf("the session's start and 3 commands created %d execs, want 1", n)
+	}
+}
+
+// shimContainer is an ephemeral container whose first session uploaded
+// the shim and ran the helper.
+func shimContainer(t *testing.T) *docker.Backend {
+	t.Helper()
+	needImage(t, "pi-sandbox/debian")
+	first, err := docker.New(context.Background(), docker.Config{Image: "pi-sandbox/debian", Labels: labels()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { first.Close() })
+	if !first.Info().Has("helper") {
+		t.Fatalf("the first session has no helper: %v", first.Info().Limits)
+	}
+	return first
+}
+
+// execsCreated counts the execs the engine created in container id
+// between since and until.
+func execsCreated(t *testing.T, id string, since, until time.Time) int {
+	t.Helper()
 	out, err := exec.Command("docker", "events", "--since", eventTime(since), "--until", eventTime(until),
-		"--filter", "container="+first.ID(), "--filter", "event=exec_create", "--format", "{{.Action}}").CombinedOutput()
+		"--filter", "container="+id, "--filter", "event=exec_create", "--format", "{{.Action}}").CombinedOutput()
 	if err != nil {
 		t.Fatalf("docker events: %v: %s", err, out)
 	}
-	if n := strings.Count(string(out), "exec_create"); n != 1 {
-		t.Fatalf("the session's start and 3 commands created %d execs, want 1:\n%s", n, out)
-	}
+	return strings.Count(string(out), "exec_create")
 }
 
 func eventTime(t time.Time) string { return fmt.Sprintf("%d.%09d", t.Unix(), t.Nanosecond()) }
@@ -78,13 +92,8 @@ var sandboxDir = regexp.MustCompile(`/pi-sandbox-[0-9a-f]{12}$`)
 // removes its sandbox directory through the helper (no exec), and, when
 // the helper is gone, with an exec as before.
 func TestDockerCloseEndsInStream(t *testing.T) {
-	needImage(t, "pi-sandbox/debian")
 	ctx := context.Background()
-	first, err := docker.New(ctx, docker.Config{Image: "pi-sandbox/debian", Labels: labels()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
+	first := shimContainer(t)
 	for _, killHelper := range []bool{false, true} {
 		b, err := docker.New(ctx, docker.Config{Container: first.ID()})
 		if err != nil {
@@ -112,16 +121,11 @@ func TestDockerCloseEndsInStream(t *testing.T) {
 		if d := sandboxDirs(t, first.ID()); len(d) != 0 {
 			t.Errorf("sandbox directories after Close (helper killed %v): %v", killHelper, d)
 		}
-		out, err := exec.Command("docker", "events", "--since", eventTime(since), "--until", eventTime(until),
-			"--filter", "container="+first.ID(), "--filter", "event=exec_create", "--format", "{{.Action}}").CombinedOutput()
-		if err != nil {
-			t.Fatalf("docker events: %v: %s", err, out)
-		}
 		want := 0
 		if killHelper {
 			want = 1 // the rm of the fallback
 		}
-		if n := strings.Count(string(out), "exec_create"); n != want {
+		if n := execsCreated(t, first.ID(), since, until); n != want {
 			t.Errorf("Close (helper killed %v) created %d execs, want %d", killHelper, n, want)
 		}
 	}

@@ -111,15 +111,8 @@ func serveSession(conn sessionConn, s *server) {
 	}
 	go srv.Serve(&oneConnListener{conn: conn, done: make(chan struct{})})
 	<-conn.Done()
-	// The client is gone: every request context ends, each running command
-	// kills its tree. Wait for them, then leave.
-	s.cancelAll()
-	done := make(chan struct{})
-	go func() { s.active.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(exitWait):
-	}
+	// The client is gone: every running command kills its tree.
+	s.endCalls()
 	srv.Close()
 	s.close()
 }
@@ -165,7 +158,17 @@ func newServer(shared *native.Registry) *server {
 	return &server{shared: shared, sets: map[int]*rootSet{}, runs: map[string]context.CancelFunc{}, ctx: ctx, cancel: cancel}
 }
 
-func (s *server) cancelAll() { s.cancel() }
+// endCalls ends every request context (each running command kills its
+// tree) and waits for the calls to return, at most exitWait.
+func (s *server) endCalls() {
+	s.cancel()
+	done := make(chan struct{})
+	go func() { s.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(exitWait):
+	}
+}
 
 func (s *server) close() {
 	s.mu.Lock()
@@ -296,13 +299,7 @@ func (s *server) handleEnd(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: end: will not remove %q", dir))
 		return
 	}
-	s.cancelAll()
-	done := make(chan struct{})
-	go func() { s.active.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(exitWait):
-	}
+	s.endCalls()
 	// The warm shim and, in a session of its own, the background groups
 	// end too (the daemon's stay: they are not this session's).
 	s.mu.Lock()
