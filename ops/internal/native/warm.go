@@ -38,6 +38,7 @@ type warmPool struct {
 	ready   *warmShim
 	filling bool
 	closed  bool
+	fills   sync.WaitGroup // a start in progress (close waits: it uses the backend's files)
 }
 
 func newWarmPool(b *Backend) *warmPool {
@@ -65,8 +66,10 @@ func (p *warmPool) fill() {
 		return
 	}
 	p.filling = true
+	p.fills.Add(1)
 	p.mu.Unlock()
 	go func() {
+		defer p.fills.Done()
 		w, err := p.b.startWarm()
 		p.mu.Lock()
 		p.filling = false
@@ -80,9 +83,14 @@ func (p *warmPool) fill() {
 	}()
 }
 
+// close discards the ready shim, after a start in progress has ended (the
+// backend closes the files a start passes on once close returns).
 func (p *warmPool) close() {
 	p.mu.Lock()
 	p.closed = true
+	p.mu.Unlock()
+	p.fills.Wait()
+	p.mu.Lock()
 	w := p.ready
 	p.ready = nil
 	p.mu.Unlock()
