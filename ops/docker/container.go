@@ -312,7 +312,7 @@ func Leaked(s Sandbox, maxAge time.Duration) bool {
 	host, _ := os.Hostname()
 	if s.Labels[LabelHost] == host {
 		pid, err := strconv.Atoi(s.Labels[LabelPID])
-		return err != nil || !processAlive(pid)
+		return err != nil || !target.ProcessAlive(pid)
 	}
 	return time.Since(s.Created) > maxAge
 }
@@ -335,14 +335,6 @@ func GC(ctx context.Context, cli *client.Client, all bool, maxAge time.Duration)
 		removed = append(removed, s.ID)
 	}
 	return removed, nil
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
 }
 
 // fillImageDefaults applies the hardened profile's zero-value defaults.

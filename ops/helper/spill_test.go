@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -68,12 +69,12 @@ func TestRunSpill(t *testing.T) {
 func TestRunSpillFull(t *testing.T) {
 	var old unix.Rlimit
 	if err := unix.Getrlimit(unix.RLIMIT_FSIZE, &old); err != nil {
-		t.Skip(err)
+		testenv.SkipOrFail(t, "RLIMIT_FSIZE: "+err.Error())
 	}
 	// The helper started now inherits the limit; this process does not keep it.
 	lim := unix.Rlimit{Cur: 256 << 10, Max: old.Max}
 	if err := unix.Setrlimit(unix.RLIMIT_FSIZE, &lim); err != nil {
-		t.Skip(err)
+		testenv.SkipOrFail(t, "RLIMIT_FSIZE: "+err.Error())
 	}
 	b := open(t)
 	unix.Setrlimit(unix.RLIMIT_FSIZE, &old)

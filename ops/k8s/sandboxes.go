@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
 
 // Up creates a long-lived hardened pod from cfg.Image (kind "sandbox",
@@ -91,7 +93,7 @@ func Leaked(s Sandbox, maxAge time.Duration) bool {
 	host, _ := os.Hostname()
 	if s.Labels[LabelHost] == labelValue(host) {
 		pid, err := strconv.Atoi(s.Labels[LabelPID])
-		return err != nil || !processAlive(pid)
+		return err != nil || !target.ProcessAlive(pid)
 	}
 	return time.Since(s.Created) > maxAge
 }
@@ -114,12 +116,4 @@ func GC(ctx context.Context, c *Client, all bool, maxAge time.Duration) ([]strin
 		removed = append(removed, s.Name)
 	}
 	return removed, nil
-}
-
-func processAlive(pid int) bool {
-	if pid <= 0 {
-		return false
-	}
-	_, err := os.Stat("/proc/" + strconv.Itoa(pid))
-	return err == nil
 }

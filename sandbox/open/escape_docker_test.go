@@ -178,16 +178,24 @@ func TestOpenDockerImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := sb.NewLoop()
-	if err != nil {
-		sb.Close()
-		t.Fatal(err)
-	}
-	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: "bash", Arguments: json.RawMessage(`{"command":"echo $PI_DOCKER_PASS; pwd; id -u"}`)}}, nil)
-	if got := b.Results[0].Result.Content[0].Text; got != "passed\n/workspace\n1000\n" {
+	if got := bashIn(t, ctx, sb, "echo $PI_DOCKER_PASS; pwd; id -u"); got != "passed\n/workspace\n1000\n" {
 		t.Errorf("bash: %q", got)
 	}
 	if err := sb.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// bashIn runs command through sb's loop and returns the result's text;
+// it closes sb and fails when no loop can be made.
+func bashIn(t *testing.T, ctx context.Context, sb *sandbox.Sandbox, command string) string {
+	t.Helper()
+	l, err := sb.NewLoop()
+	if err != nil {
+		sb.Close()
+		t.Fatal(err)
+	}
+	args, _ := json.Marshal(map[string]string{"command": command})
+	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: "bash", Arguments: args}}, nil)
+	return b.Results[0].Result.Content[0].Text
 }

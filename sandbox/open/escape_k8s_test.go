@@ -2,14 +2,12 @@ package open_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
@@ -110,13 +108,7 @@ func TestOpenK8sImage(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l, err := sb.NewLoop()
-	if err != nil {
-		sb.Close()
-		t.Fatal(err)
-	}
-	b := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "x", Name: "bash", Arguments: json.RawMessage(`{"command":"echo $PI_K8S_PASS; pwd; id -u"}`)}}, nil)
-	if got := b.Results[0].Result.Content[0].Text; got != "passed\n/workspace\n1000\n" {
+	if got := bashIn(t, ctx, sb, "echo $PI_K8S_PASS; pwd; id -u"); got != "passed\n/workspace\n1000\n" {
 		t.Errorf("bash: %q", got)
 	}
 	if err := sb.Close(); err != nil {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
 )
@@ -209,7 +210,7 @@ func (b *hostBackend) Close() error   { return nil }
 
 func newHostBackend(t *testing.T) ops.Backend {
 	if runtime.GOOS != "linux" {
-		t.Skip("execops on the host: needs Linux")
+		testenv.SkipOrFail(t, "execops on the host: needs Linux")
 	}
 	u, err := user.Current()
 	if err != nil {

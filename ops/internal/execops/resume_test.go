@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
@@ -17,7 +18,7 @@ import (
 // 100 KB; hook runs at each cut.
 func resumeOps(t *testing.T, times int32, hook func()) (*Ops, *dropper) {
 	if runtime.GOOS != "linux" {
-		t.Skip("execops on the host: needs Linux")
+		testenv.SkipOrFail(t, "execops on the host: needs Linux")
 	}
 	d := &dropper{after: 100 << 10, hook: hook}
 	d.times.Store(times)
