@@ -51,8 +51,8 @@ runtimes:
 	.ci/runtimes
 
 # Podman's Docker-compatible service on /run/pi-sandbox-podman/podman.sock with the images loaded
-# from Docker, for the opt-in PI_SANDBOX_PODMAN_HOST=unix:///run/pi-sandbox-podman/podman.sock
-# go test -run TestPodmanConformance ./integration/ (not in CI: Podman 4.3's gaps are racy).
+# from Docker, for PI_SANDBOX_PODMAN_HOST=unix:///run/pi-sandbox-podman/podman.sock go test -run
+# TestPodmanConformance ./integration/ (.ci/run does both; `.ci/podman down` stops it).
 podman: images
 	.ci/podman
 

@@ -128,7 +128,7 @@ func backendOf(k testKey) string {
 		return "k8s"
 	case strings.Contains(n, "ssh"):
 		return "ssh"
-	case strings.Contains(n, "docker") || strings.Contains(n, "container") || strings.Contains(n, "testcontainers"):
+	case strings.Contains(n, "docker") || strings.Contains(n, "container") || strings.Contains(n, "testcontainers") || strings.Contains(n, "podman"):
 		return "docker"
 	}
 	return "local"

@@ -155,3 +155,19 @@ func TestMakefile(t *testing.T) {
 		t.Error(".ci/run does not run make test")
 	}
 }
+
+// TestBackendOf: the docker backend's tests on other engines count as
+// docker, whatever their names say.
+func TestBackendOf(t *testing.T) {
+	for name, want := range map[string]string{
+		"TestPodmanConformance/helper/Run/ExitZero": "docker",
+		"TestDockerConformance/debian":              "docker",
+		"TestK8sConformance":                        "k8s",
+		"TestSSHConformance":                        "ssh",
+		"TestRead":                                  "local",
+	} {
+		if got := backendOf(testKey{pkg: "m/integration", name: name}); got != want {
+			t.Errorf("backendOf(%s) = %s, want %s", name, got, want)
+		}
+	}
+}

@@ -111,7 +111,11 @@ func localBaselines(e *env) map[string]baseline {
 }
 
 func (e *env) dockerExec(stdin bool, argv ...string) []string {
-	a := []string{"exec", "-u", e.user, "-w", e.work}
+	var a []string
+	if e.dockerHost != "" {
+		a = append(a, "-H", e.dockerHost)
+	}
+	a = append(a, "exec", "-u", e.user, "-w", e.work)
 	if stdin {
 		a = append(a, "-i")
 	}
@@ -197,7 +201,10 @@ func controlArgs(e *env) []string {
 func extraBaselines(ctx context.Context, e *env) map[string]func(context.Context) error {
 	switch e.name {
 	case "docker":
-		cli, err := docker.NewClient()
+		cli, err := engineClient(e.dockerHost)
+		if cli == nil && err == nil {
+			cli, err = docker.NewClient()
+		}
 		if err != nil {
 			return nil
 		}

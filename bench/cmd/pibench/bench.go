@@ -218,10 +218,16 @@ func benchBackend(ctx context.Context, o *options, p *progress, e *env, bs *back
 		p.step("%s: baseline %s ×%d", e.name, k, n)
 		bs.Extra = append(bs.Extra, extraRow{Name: k, stats: timeN(p, k, n, func(int) error { return f(ctx) })})
 	}
-	if bs.Name == "runsc" {
+	switch bs.Name {
+	case "runsc":
 		// Latency only: gVisor's ptrace platform makes the 1 GiB and
 		// 64 MiB transfers minutes long, and it serializes exec.
 		bs.Notes = append(bs.Notes, "latency only (no throughput or concurrency runs on gVisor)")
+		return
+	case "podman":
+		// Latency only: what differs from docker is the engine's exec
+		// path, which the latency rows and their baselines show.
+		bs.Notes = append(bs.Notes, "latency only (the docker backend on Podman's service; baselines are the docker CLI against the same service)")
 		return
 	}
 	if e.name == "k8s" {

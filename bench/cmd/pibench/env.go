@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
@@ -37,8 +39,9 @@ type env struct {
 	cli  []string // backend flags for the CLI
 	spec childSpec
 	// docker
-	container string
-	user      string
+	container  string
+	user       string
+	dockerHost string // the engine's address when it is not the default one (podman)
 	// k8s
 	pod        string
 	kubeconfig string
@@ -67,6 +70,7 @@ type childSpec struct {
 	Container  string        `json:"container,omitempty"`
 	User       string        `json:"user,omitempty"`
 	SSH        sshops.Config `json:"ssh"`
+	DockerHost string        `json:"dockerHost,omitempty"`
 	Pod        string        `json:"pod,omitempty"`
 	Kubeconfig string        `json:"kubeconfig,omitempty"`
 	Shim       string        `json:"shim"`
@@ -84,11 +88,19 @@ func openEnv(ctx context.Context, o *options, name string) (*env, error) {
 	case "local":
 		e, err = openLocalEnv(ctx, o)
 	case "docker":
-		e, err = openDockerEnv(ctx, o, o.image, "")
+		e, err = openDockerEnv(ctx, o, o.image, "", "")
 	case "runsc":
 		// The docker backend on gVisor: e.name stays "docker" (its
 		// baselines are docker's); the report names it runsc.
-		e, err = openDockerEnv(ctx, o, o.runscImage, "runsc")
+		e, err = openDockerEnv(ctx, o, o.runscImage, "runsc", "")
+	case "podman":
+		// The docker backend on Podman's Docker-compatible service, with
+		// the docker CLI (-H) as the baseline on the same container.
+		host := os.Getenv("PI_SANDBOX_PODMAN_HOST")
+		if host == "" {
+			return nil, fmt.Errorf("PI_SANDBOX_PODMAN_HOST is not set (make podman starts Podman's service and prints it)")
+		}
+		e, err = openDockerEnv(ctx, o, o.podmanImage, "", host)
 	case "ssh":
 		e, err = openSSHEnv(ctx, o)
 	case "k8s":
@@ -142,7 +154,11 @@ func openBackend(ctx context.Context, s childSpec) (ops.Backend, error) {
 	case "local":
 		return local.New(ctx, local.Config{WorkDir: s.WorkDir, ShimPath: s.Shim, NoHelper: s.NoHelper})
 	case "docker":
-		return docker.New(ctx, docker.Config{Container: s.Container, User: s.User, WorkDir: s.WorkDir, ShimBinary: s.Shim, NoHelper: s.NoHelper})
+		cli, err := engineClient(s.DockerHost)
+		if err != nil {
+			return nil, err
+		}
+		return docker.New(ctx, docker.Config{Client: cli, Container: s.Container, User: s.User, WorkDir: s.WorkDir, ShimBinary: s.Shim, NoHelper: s.NoHelper})
 	case "ssh":
 		c := s.SSH
 		c.WorkDir = s.WorkDir
@@ -172,11 +188,29 @@ func openLocalEnv(ctx context.Context, o *options) (*env, error) {
 	return e, nil
 }
 
-func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env, error) {
-	e := &env{name: "docker"}
+// engineClient is a client of the engine at host; nil (the backend's own
+// client of the environment's engine) when host is empty.
+func engineClient(host string) (*client.Client, error) {
+	if host == "" {
+		return nil, nil
+	}
+	cli, err := client.New(client.FromEnv, client.WithHost(host))
+	if err != nil {
+		return nil, fmt.Errorf("engine client for %s: %w", host, err)
+	}
+	return cli, nil
+}
+
+func openDockerEnv(ctx context.Context, o *options, image, runtime, host string) (*env, error) {
+	e := &env{name: "docker", dockerHost: host}
+	cli, err := engineClient(host)
+	if err != nil {
+		return nil, err
+	}
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	b, err := docker.New(cctx, docker.Config{
+		Client:     cli,
 		Image:      image,
 		Runtime:    runtime,
 		Labels:     map[string]string{benchLabel: strconv.Itoa(os.Getpid())},
@@ -187,6 +221,9 @@ func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env
 	}
 	e.raw = b
 	e.closers = append(e.closers, func() { b.Close() })
+	if cli != nil {
+		e.closers = append(e.closers, func() { cli.Close() })
+	}
 	info := b.Info()
 	e.container = b.ID()
 	e.user = fmt.Sprintf("%d:%d", info.UID, info.GID)
@@ -194,7 +231,7 @@ func openDockerEnv(ctx context.Context, o *options, image, runtime string) (*env
 		e.user = docker.DefaultUser
 	}
 	e.cli = []string{"--backend", "docker", "--container", e.container, "--user", e.user, "--workdir", info.WorkDir}
-	e.spec = childSpec{Backend: "docker", WorkDir: info.WorkDir, Container: e.container, User: e.user, Shim: o.shim}
+	e.spec = childSpec{Backend: "docker", WorkDir: info.WorkDir, Container: e.container, User: e.user, DockerHost: host, Shim: o.shim}
 	return e, nil
 }
 

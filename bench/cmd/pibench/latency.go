@@ -127,6 +127,16 @@ func fullText(r *loop.Result) string {
 
 // cliTool runs `pi-sandbox tool FLAGS NAME ARGS` and checks it printed a
 // result that is not an error.
+// cliEnv is the environment of a CLI subprocess on e: this process's, with
+// DOCKER_HOST naming e's engine when it is not the default one (nil: the
+// same as this process's).
+func (e *env) cliEnv() []string {
+	if e.dockerHost == "" {
+		return nil
+	}
+	return append(os.Environ(), "DOCKER_HOST="+e.dockerHost)
+}
+
 func cliTool(ctx context.Context, o *options, e *env, name, args string) (*os.ProcessState, error) {
 	return cliToolWatch(ctx, o, e, name, args, nil)
 }
@@ -137,6 +147,7 @@ func cliToolWatch(ctx context.Context, o *options, e *env, name, args string, st
 	ctx, cancel := context.WithTimeout(ctx, callTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, o.bin, append(append([]string{"tool"}, e.cli...), name, args)...)
+	cmd.Env = e.cliEnv()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.WaitDelay = 5 * time.Second

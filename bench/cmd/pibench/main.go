@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,ssh,k8s] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -41,6 +41,10 @@ type options struct {
 	// runscImage is the image of the "runsc" backend (docker on gVisor):
 	// busybox, since GNU coreutils' stat fails under Debian 12's runsc.
 	runscImage string
+	// podmanImage is the image of the "podman" backend (the docker
+	// backend on Podman's service at $PI_SANDBOX_PODMAN_HOST, see make
+	// podman, which loads busybox only).
+	podmanImage string
 }
 
 func (o *options) has(b string) bool {
@@ -70,13 +74,14 @@ func main() {
 	}
 	var o options
 	fs := flag.NewFlagSet("pibench "+cmd, flag.ExitOnError)
-	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,ssh,k8s — runsc is docker on gVisor, latency only; k8s needs $KUBECONFIG; faults default local,docker,ssh)")
+	backends := fs.String("backends", "", "comma-separated backends to measure (bench default local,docker,runsc,podman,ssh,k8s — runsc is docker on gVisor, podman the docker backend on Podman's service at $PI_SANDBOX_PODMAN_HOST, both latency only; k8s needs $KUBECONFIG; faults default local,docker,ssh)")
 	fs.BoolVar(&o.quick, "quick", false, "fewer iterations")
 	fs.StringVar(&o.out, "out", "bench", "directory for results.md, results.json, faults.md")
 	fs.StringVar(&o.bin, "bin", "bin/pi-sandbox", "the pi-sandbox CLI under test")
 	fs.StringVar(&o.shim, "shim", "", "the in-target binary (zero: pi-sandbox-shim next to -bin)")
 	fs.StringVar(&o.image, "image", "pi-sandbox/debian", "docker image (pi-sandbox/busybox also works)")
 	fs.StringVar(&o.runscImage, "runsc-image", "pi-sandbox/busybox", "image of the runsc backend (the runtime runsc, see make runtimes)")
+	fs.StringVar(&o.podmanImage, "podman-image", "pi-sandbox/busybox", "image of the podman backend (Podman's service at $PI_SANDBOX_PODMAN_HOST, see make podman)")
 	fs.IntVar(&o.n, "n", 0, "in-process calls per latency op (0: 200, -quick 40)")
 	fs.IntVar(&o.cliN, "cli-n", 0, "CLI calls per latency op (0: 50, -quick 10)")
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
@@ -94,7 +99,7 @@ func main() {
 	if *backends == "" {
 		*backends = "local,docker,ssh"
 		if cmd == "bench" {
-			*backends = "local,docker,runsc,ssh,k8s"
+			*backends = "local,docker,runsc,podman,ssh,k8s"
 		}
 	}
 	for _, b := range strings.Split(*backends, ",") {

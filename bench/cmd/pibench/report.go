@@ -163,7 +163,7 @@ func markdown(res *results) string {
 				w("| %s | %d | %s |\n", x.Name, x.N, statCell(&x.stats))
 			}
 		}
-		if bs.Name == "runsc" {
+		if bs.Name == "runsc" || bs.Name == "podman" {
 			for _, n := range bs.Notes {
 				w("\nNote: %s\n", cellText(n))
 			}
@@ -217,21 +217,24 @@ func markdown(res *results) string {
 			w("\nNote: %s\n", cellText(n))
 		}
 	}
-	runtimeColumns(w, res)
+	sideBySide(w, res, "runsc", "runc", "runsc", "## docker: runc and runsc (gVisor)",
+		"p50 in ms, the same calls on each runtime (`docker` and `runsc` above: their images may differ, see -image and -runsc-image); baseline = the `docker exec` CLI on the same container.")
+	sideBySide(w, res, "podman", "Docker", "Podman", "## docker backend: Docker's engine and Podman's",
+		"p50 in ms, the same calls through the docker backend on each engine (`docker` and `podman` above: their images may differ, see -image and -podman-image); baseline = the `docker exec` CLI on the same container (`docker -H` for Podman's service).")
 	return b.String()
 }
 
-// runtimeColumns is the runc-against-runsc table: p50 in milliseconds of
-// the same calls on the docker backend with each runtime, and the runsc
-// ÷ runc ratio (in-process).
-func runtimeColumns(w func(string, ...any), res *results) {
-	runc, gv := backend(res, "docker"), backend(res, "runsc")
-	if runc == nil || gv == nil {
+// sideBySide is the table of the docker backend beside one of its
+// variants (another runtime, another engine): p50 in milliseconds of the
+// same calls on each, and the variant ÷ docker ratio (in-process).
+func sideBySide(w func(string, ...any), res *results, variant, left, right, title, intro string) {
+	base, gv := backend(res, "docker"), backend(res, variant)
+	if base == nil || gv == nil || len(gv.Latency) == 0 {
 		return
 	}
-	w("\n## docker: runc and runsc (gVisor)\n\np50 in ms, the same calls on each runtime (`docker` and `runsc` above: their images may differ, see -image and -runsc-image); baseline = the `docker exec` CLI on the same container.\n\n")
-	w("| op | runc in-process | runsc in-process | runsc ÷ runc | runc CLI | runsc CLI | runc baseline | runsc baseline |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range runc.Latency {
+	w("\n%s\n\n%s\n\n", title, intro)
+	w("| op | %[1]s in-process | %[2]s in-process | %[2]s ÷ %[1]s | %[1]s CLI | %[2]s CLI | %[1]s baseline | %[2]s baseline |\n|---|---|---|---|---|---|---|---|\n", left, right)
+	for _, r := range base.Latency {
 		g := findRow(gv, r.Op)
 		if g == nil {
 			continue
