@@ -55,7 +55,15 @@
 //
 // to stderr (STATUS: the exit code, or 128+n for signal n), before the grace
 // period, so a caller that times out while orphans keep writing still learns
-// how the command itself ended.
+// how the command itself ended. When the tree is gone and the output
+// drained, just before it exits, the shim writes
+//
+//	pi-sandbox-shim: done exit CODE
+//	pi-sandbox-shim: done signal N
+//
+// (the status its own exit will carry) and closes its stdout and stderr: a
+// caller that has this line and both pipes' ends has the outcome without
+// waiting for the process's exit, which follows.
 //
 // If PROGRAM cannot be started the shim writes one line
 //

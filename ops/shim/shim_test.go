@@ -147,7 +147,12 @@ func TestExitStatusAndMergedOutput(t *testing.T) {
 		if stdout.String() != tt.out || code != tt.code || sig != tt.sig {
 			t.Errorf("%q: out %q code %d sig %v; want %q %d %v", tt.script, stdout.String(), code, sig, tt.out, tt.code, tt.sig)
 		}
-		if want := "pi-sandbox-shim: exited " + strconv.Itoa(tt.code) + "\n"; stderr.String() != want {
+		// The "done" line says what the process's own exit then says.
+		done := "done exit " + strconv.Itoa(tt.code)
+		if tt.sig != 0 {
+			done = "done signal " + strconv.Itoa(int(tt.sig))
+		}
+		if want := "pi-sandbox-shim: exited " + strconv.Itoa(tt.code) + "\npi-sandbox-shim: " + done + "\n"; stderr.String() != want {
 			t.Errorf("%q: stderr %q, want %q", tt.script, stderr.String(), want)
 		}
 	}

@@ -169,8 +169,9 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 			}
 			return startError(dir, b.shell, err)
 		}
-		waitCh = make(chan error, 1)
-		go func() { waitCh <- cmd.Wait() }()
+		ch := make(chan error, 1)
+		go func() { ch <- cmd.Wait() }()
+		waitCh = ch
 	}
 	pgid := cmd.Process.Pid
 
@@ -188,9 +189,11 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 	}
 	var shellExitC <-chan shellExit
 	var detachedC <-chan struct{}
+	var doneC <-chan shimDone
 	if diag != nil {
 		shellExitC = diag.exits
 		detachedC = diag.detached
+		doneC = diag.ends
 	}
 	var (
 		reason      stopReason
@@ -199,6 +202,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		waitErr     error
 		runtimeDur  time.Duration
 		shellEnd    *shellExit // the shell's end as the shim reported it
+		shimEnd     *shimDone  // the shim's last word: its exit follows, off the call's path
 		grace       *time.Timer
 		graceC      <-chan time.Time
 		readDoneSel = pm.done
@@ -222,9 +226,22 @@ loop:
 			if readDoneSel == nil {
 				break loop
 			}
-		case waitErr = <-waitCh:
+		case e := <-doneC:
+			// The shim has ended the tree and closed its pipes; its exit
+			// (the runtime's teardown) is reaped by the goroutine that
+			// waits for it, not waited for here.
+			doneC, shimEnd = nil, &e
 			exited, runtimeDur = true, time.Since(start)
 			waitCh = nil
+			if readDoneSel == nil {
+				break loop
+			}
+			grace = time.NewTimer(ops.ExitGrace)
+			defer grace.Stop()
+			graceC = grace.C
+		case waitErr = <-waitCh:
+			exited, runtimeDur = true, time.Since(start)
+			waitCh, doneC = nil, nil
 			if readDoneSel == nil {
 				break loop
 			}
@@ -293,6 +310,9 @@ loop:
 	}
 	if diag != nil && diag.refused.Load() {
 		return fmt.Errorf("local: %w: the sandbox owns %d background process groups already; the processes this command left running were killed (list them with `ps`, stop one with `kill PID`)", ops.ErrBackgroundLimit, b.bg.limit())
+	}
+	if shimEnd != nil {
+		return shimEnd.err()
 	}
 	return exitError(waitErr)
 }

@@ -18,10 +18,29 @@ type shellExit struct {
 	runtime time.Duration
 }
 
+// shimDone is the shim's last status line: the tree is gone, the output
+// drained, and the shim's exit follows with this status.
+type shimDone struct {
+	code, signal int
+}
+
+// err is the call's result for the status, as exitError reads a wait
+// status.
+func (d shimDone) err() error {
+	switch {
+	case d.signal > 0:
+		return &ops.ExitError{Code: 128 + d.signal, Signal: d.signal}
+	case d.code != 0:
+		return &ops.ExitError{Code: d.code}
+	}
+	return nil
+}
+
 // shimDiag reads the shim's stderr: its status lines (see package shim).
 type shimDiag struct {
 	r, w     *os.File
 	exits    chan shellExit
+	ends     chan shimDone
 	detached chan struct{} // closed when the shim detached
 	refused  atomic.Bool   // the shim killed leftovers: the background limit
 	done     chan struct{}
@@ -33,7 +52,7 @@ func newShimDiag() (*shimDiag, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &shimDiag{r: r, w: w, exits: make(chan shellExit, 1), detached: make(chan struct{}), done: make(chan struct{})}, nil
+	return &shimDiag{r: r, w: w, exits: make(chan shellExit, 1), ends: make(chan shimDone, 1), detached: make(chan struct{}), done: make(chan struct{})}, nil
 }
 
 // started closes the parent's write end and starts reading.
@@ -55,6 +74,20 @@ func (d *shimDiag) read() {
 			if code, err := strconv.Atoi(v); err == nil {
 				select {
 				case d.exits <- shellExit{code: code, at: time.Now()}:
+				default:
+				}
+			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "done "); ok {
+			kind, n, _ := strings.Cut(v, " ")
+			if code, err := strconv.Atoi(n); err == nil && (kind == "exit" || kind == "signal") {
+				e := shimDone{code: code}
+				if kind == "signal" {
+					e = shimDone{signal: code}
+				}
+				select {
+				case d.ends <- e:
 				default:
 				}
 			}
