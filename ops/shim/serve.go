@@ -95,6 +95,45 @@ type sessionConn interface {
 	Done() <-chan struct{}
 }
 
+// closingConn is a session's connection (the daemon's unix socket, the
+// in-process pipe): the first failed read or write closes it, and Done
+// reports that it is closed.
+type closingConn struct {
+	net.Conn
+	once sync.Once
+	done chan struct{}
+}
+
+func newClosingConn(c net.Conn) *closingConn {
+	return &closingConn{Conn: c, done: make(chan struct{})}
+}
+
+func (c *closingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *closingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	if err != nil {
+		c.Close()
+	}
+	return n, err
+}
+
+func (c *closingConn) Close() error {
+	c.once.Do(func() {
+		close(c.done)
+		c.Conn.Close()
+	})
+	return nil
+}
+
+func (c *closingConn) Done() <-chan struct{} { return c.done }
+
 // serveSession serves one client session on conn with s until it ends,
 // then cancels the session's calls (each running command kills its tree),
 // waits for them and closes the session's backend.

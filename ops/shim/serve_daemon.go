@@ -110,7 +110,7 @@ type daemon struct {
 	build string
 
 	mu    sync.Mutex
-	conns map[*unixSession]bool
+	conns map[*closingConn]bool
 	wg    sync.WaitGroup
 }
 
@@ -137,7 +137,7 @@ func listenDaemon(dir string) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &daemon{ln: ln, reg: reg, build: selfHash(exe), conns: map[*unixSession]bool{}}, nil
+	return &daemon{ln: ln, reg: reg, build: selfHash(exe), conns: map[*closingConn]bool{}}, nil
 }
 
 // serve accepts connections of this user until the listener closes.
@@ -155,7 +155,7 @@ func (d *daemon) serve() {
 			c.Close()
 			continue
 		}
-		us := &unixSession{UnixConn: c, done: make(chan struct{})}
+		us := newClosingConn(c)
 		d.mu.Lock()
 		d.conns[us] = true
 		d.wg.Add(1)
@@ -202,39 +202,6 @@ func (d *daemon) shutdown() {
 	}
 	d.reg.Close()
 }
-
-// unixSession is one client's connection to the daemon.
-type unixSession struct {
-	*net.UnixConn
-	once sync.Once
-	done chan struct{}
-}
-
-func (c *unixSession) Read(p []byte) (int, error) {
-	n, err := c.UnixConn.Read(p)
-	if err != nil {
-		c.Close()
-	}
-	return n, err
-}
-
-func (c *unixSession) Write(p []byte) (int, error) {
-	n, err := c.UnixConn.Write(p)
-	if err != nil {
-		c.Close()
-	}
-	return n, err
-}
-
-func (c *unixSession) Close() error {
-	c.once.Do(func() {
-		close(c.done)
-		c.UnixConn.Close()
-	})
-	return nil
-}
-
-func (c *unixSession) Done() <-chan struct{} { return c.done }
 
 // peerCred returns the uid and pid of the process at the other end of c.
 func peerCred(c *net.UnixConn) (uid, pid int, err error) {

@@ -3,7 +3,6 @@ package shim
 import (
 	"io"
 	"net"
-	"sync"
 )
 
 // InProcess serves a helper session in this process and returns the
@@ -18,7 +17,7 @@ func InProcess(shimPath string, env []string) io.ReadWriteCloser {
 	client, server := net.Pipe()
 	s := newServer(nil)
 	s.shim, s.env = shimPath, env
-	sc := &pipeConn{Conn: server, done: make(chan struct{})}
+	sc := newClosingConn(server) // its end: Done once the client closed it
 	ended := make(chan struct{})
 	go func() {
 		serveSession(sc, s)
@@ -30,7 +29,7 @@ func InProcess(shimPath string, env []string) io.ReadWriteCloser {
 // inProcessStream is the client's end; Close waits for the session's end.
 type inProcessStream struct {
 	net.Conn
-	server *pipeConn
+	server *closingConn
 	ended  chan struct{}
 }
 
@@ -40,25 +39,3 @@ func (c *inProcessStream) Close() error {
 	<-c.ended
 	return err
 }
-
-// pipeConn is the server's end: Done once the client closed it.
-type pipeConn struct {
-	net.Conn
-	once sync.Once
-	done chan struct{}
-}
-
-func (c *pipeConn) Read(p []byte) (int, error) {
-	n, err := c.Conn.Read(p)
-	if err != nil {
-		c.Close()
-	}
-	return n, err
-}
-
-func (c *pipeConn) Close() error {
-	c.once.Do(func() { close(c.done) })
-	return c.Conn.Close()
-}
-
-func (c *pipeConn) Done() <-chan struct{} { return c.done }

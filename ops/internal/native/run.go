@@ -207,6 +207,24 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		graceC      <-chan time.Time
 		readDoneSel = pm.done
 	)
+	// ended records the command's end (the shim's "done" line or the
+	// process's exit, whichever comes first) and reports whether the call
+	// is over; else the output's end is waited for, within the grace.
+	ended := func() bool {
+		exited, runtimeDur = true, time.Since(start)
+		waitCh, doneC = nil, nil
+		if readDoneSel == nil {
+			return true
+		}
+		grace = time.NewTimer(ops.ExitGrace)
+		graceC = grace.C
+		return false
+	}
+	defer func() {
+		if grace != nil {
+			grace.Stop()
+		}
+	}()
 loop:
 	for {
 		select {
@@ -230,24 +248,14 @@ loop:
 			// The shim has ended the tree and closed its pipes; its exit
 			// (the runtime's teardown) is reaped by the goroutine that
 			// waits for it, not waited for here.
-			doneC, shimEnd = nil, &e
-			exited, runtimeDur = true, time.Since(start)
-			waitCh = nil
-			if readDoneSel == nil {
+			shimEnd = &e
+			if ended() {
 				break loop
 			}
-			grace = time.NewTimer(ops.ExitGrace)
-			defer grace.Stop()
-			graceC = grace.C
 		case waitErr = <-waitCh:
-			exited, runtimeDur = true, time.Since(start)
-			waitCh, doneC = nil, nil
-			if readDoneSel == nil {
+			if ended() {
 				break loop
 			}
-			grace = time.NewTimer(ops.ExitGrace)
-			defer grace.Stop()
-			graceC = grace.C
 		case <-pm.activity:
 			if grace != nil {
 				grace.Reset(ops.ExitGrace)
@@ -394,11 +402,22 @@ func exitError(err error) error {
 	case !ok:
 		return &ops.ExitError{Code: xe.ExitCode()}
 	case ws.Signaled():
-		sig := int(ws.Signal())
-		return &ops.ExitError{Code: 128 + sig, Signal: sig}
+		return statusError(0, int(ws.Signal()))
 	default:
 		return &ops.ExitError{Code: ws.ExitStatus()}
 	}
+}
+
+// statusError is the result for a command that exited with code, or was
+// killed by signal sig (when > 0: code 128+sig, as a shell reports it).
+func statusError(code, sig int) error {
+	switch {
+	case sig > 0:
+		return &ops.ExitError{Code: 128 + sig, Signal: sig}
+	case code != 0:
+		return &ops.ExitError{Code: code}
+	}
+	return nil
 }
 
 func hasKey(env []string, key string) bool {

@@ -24,17 +24,8 @@ type shimDone struct {
 	code, signal int
 }
 
-// err is the call's result for the status, as exitError reads a wait
-// status.
-func (d shimDone) err() error {
-	switch {
-	case d.signal > 0:
-		return &ops.ExitError{Code: 128 + d.signal, Signal: d.signal}
-	case d.code != 0:
-		return &ops.ExitError{Code: d.code}
-	}
-	return nil
-}
+// err is the call's result for the status.
+func (d shimDone) err() error { return statusError(d.code, d.signal) }
 
 // shimDiag reads the shim's stderr: its status lines (see package shim).
 type shimDiag struct {
