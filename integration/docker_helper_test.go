@@ -176,3 +176,33 @@ func killClientMidSpin(t *testing.T, id string) {
 	cmd.Wait()
 	waitNone(t, id, "[e]cho spin-started", 5*time.Second)
 }
+
+// TestDockerLoginShell: commands on the helper get SHELL as login(1) and
+// sshd set it (docker exec does not): exported, with the value bash would
+// give the variable itself from the user's passwd entry, so `$SHELL` reads
+// the same as on the fallback path, where bash looks the user up at each
+// start.
+func TestDockerLoginShell(t *testing.T) {
+	needImage(t, "pi-sandbox/debian")
+	id := upContainer(t, "pi-sandbox/debian", "login-shell")
+	const probe = `printf '%s|%s\n' "$SHELL" "$(printenv SHELL)"`
+	for _, tc := range []struct {
+		noHelper bool
+		want     string
+	}{
+		{false, "/bin/bash|/bin/bash\n"},
+		{true, "/bin/bash|\n"}, // bash's own lookup, not exported
+	} {
+		b := newBackend(t, docker.Config{Container: id, NoHelper: tc.noHelper})
+		if b.Info().Has("helper") == tc.noHelper {
+			t.Fatalf("NoHelper %v: helper %v (limits %v)", tc.noHelper, b.Info().Has("helper"), b.Info().Limits)
+		}
+		var out bytes.Buffer
+		if err := b.Run(t.Context(), &ops.Cmd{Command: probe, Output: &out}); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != tc.want {
+			t.Errorf("NoHelper %v: SHELL|exported %q, want %q", tc.noHelper, out.String(), tc.want)
+		}
+	}
+}

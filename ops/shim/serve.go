@@ -85,7 +85,9 @@ func serveMain(args []string, stderr io.Writer) int {
 		case <-conn.closed:
 		}
 	}()
-	serveSession(conn, newServer(nil))
+	srv := newServer(nil)
+	srv.env = targetEnv(os.Environ(), "/etc/passwd", os.Getuid())
+	serveSession(conn, srv)
 	return 0
 }
 

@@ -108,6 +108,7 @@ type daemon struct {
 	ln    *net.UnixListener
 	reg   *native.Registry
 	build string
+	env   []string // the base environment of commands (targetEnv)
 
 	mu    sync.Mutex
 	conns map[*closingConn]bool
@@ -137,7 +138,8 @@ func listenDaemon(dir string) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &daemon{ln: ln, reg: reg, build: selfHash(exe), conns: map[*closingConn]bool{}}, nil
+	env := targetEnv(os.Environ(), "/etc/passwd", os.Getuid())
+	return &daemon{ln: ln, reg: reg, build: selfHash(exe), env: env, conns: map[*closingConn]bool{}}, nil
 }
 
 // serve accepts connections of this user until the listener closes.
@@ -179,7 +181,9 @@ func (d *daemon) serve() {
 				us.Close()
 				return
 			}
-			serveSession(us, newServer(d.reg))
+			srv := newServer(d.reg)
+			srv.env = d.env
+			serveSession(us, srv)
 			us.Close()
 		}()
 	}
