@@ -1,14 +1,10 @@
 package shim
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -48,10 +44,11 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 	fw := &frameWriter{w: w, rc: http.NewResponseController(w)}
 	fw.rc.Flush()
 
+	// The end frame is the handler's last write: it is not flushed here,
+	// so that it leaves with the end of the stream, in one DATA frame.
 	end := func(e proto.RunEnd) {
 		p, _ := json.Marshal(e)
 		proto.WriteFrame(w, proto.FrameEnd, p)
-		fw.rc.Flush()
 	}
 	dir := string(req.Dir)
 	if dir == "" {
@@ -170,30 +167,6 @@ func runEnd(err error, oomBefore int64) proto.RunEnd {
 		return proto.RunEnd{Kind: "limit", Message: err.Error()}
 	}
 	return proto.RunEnd{Kind: "unknown", Message: err.Error()}
-}
-
-// oomKills reads the oom_kill counter of the helper's memory cgroup (v2
-// memory.events, or v1 memory.oom_control); -1 when there is none.
-func oomKills() int64 {
-	for _, f := range []string{"/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"} {
-		fh, err := os.Open(f)
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(fh)
-		for sc.Scan() {
-			if v, ok := strings.CutPrefix(sc.Text(), "oom_kill "); ok {
-				n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-				fh.Close()
-				if err != nil {
-					return -1
-				}
-				return n
-			}
-		}
-		fh.Close()
-	}
-	return -1
 }
 
 // frameWriter sends command output as frames, flushed as they are written:
