@@ -35,7 +35,7 @@ func hasChildren(empty <-chan struct{}) bool {
 // stderr so the call ends, copies the tree's output to logfile (at most
 // capBytes, then a note), and stays their owner until none is left, or a
 // kill request (a signal, or the lifeline ending) sweeps them all.
-func detachTree(diag func(string, ...any), cp *copier, pr *os.File, copyDone <-chan error, copyOpen bool, empty <-chan struct{}, sigs <-chan os.Signal, lost <-chan struct{}, logfile string, capBytes int64, status syscall.WaitStatus, pidfile string) int {
+func detachTree(diag func(string, ...any), cp *copier, pr *os.File, copyDone <-chan error, copyOpen bool, empty <-chan struct{}, sigs <-chan os.Signal, lost <-chan struct{}, logfile string, capBytes int64, status syscall.WaitStatus, pidfile string, closeCall func()) int {
 	log, err := os.OpenFile(logfile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|syscall.O_NOFOLLOW, 0o600)
 	var w io.Writer = io.Discard
 	if err == nil {
@@ -49,12 +49,7 @@ func detachTree(diag func(string, ...any), cp *copier, pr *os.File, copyDone <-c
 	cp.mu.Unlock()
 	diag("detached %d", os.Getpid())
 	// The call is over: its pipes close (the caller reads EOF on both).
-	null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if null != nil {
-		unix.Dup2(int(null.Fd()), 1)
-		unix.Dup2(int(null.Fd()), 2)
-		null.Close()
-	}
+	closeCall()
 	diag = func(string, ...any) {}
 	select {
 	case <-empty: // every process ended by itself

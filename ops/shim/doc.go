@@ -12,6 +12,7 @@
 // positional arguments; "--" ends the flags of run.
 //
 //	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
+//	pi-sandbox __shim run --runs FD
 //	pi-sandbox __shim kill [--wait DURATION] FILE
 //	pi-sandbox __shim serve [--pidfile FILE] [--lease DURATION]
 //	pi-sandbox __shim serve --listen DIR
@@ -75,6 +76,16 @@
 // diagnostic. Other diagnostic lines (warnings, e.g.
 // when the subreaper cannot be set) may appear: callers ignore lines they
 // do not know.
+//
+// run --runs FD: a pooled shim, started before its first command is known,
+// that runs one command after another as run above: each run (its ARGS,
+// its environment, and the two files it writes as run's stdout and stderr)
+// arrives on the unix socket FD, and after a command that exited normally
+// and left nothing behind the shim writes "pi-sandbox-shim: reusable" just
+// before its "done" line, closes the run's files and waits for the next
+// run; after any other end it exits as run does. It is non-dumpable (it
+// starts the next command of the same user). The framing is in
+// runs_linux.go; the helper's backend (ops/internal/native) is its writer.
 //
 // kill: reads the pid from FILE; if that process is a shim (its
 // /proc/PID/cmdline contains "__shim"), sends it SIGTERM (a kill request, as

@@ -33,13 +33,61 @@ const (
 )
 
 func runMain(args []string, stderr io.Writer) int {
-	// The setup that needs no argument comes first, so a warm shim has it
-	// done before its run arrives (signal handling starts threads, which
-	// took a millisecond on the path of each command).
-	subreaperErr := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	ps := newProcState()
+	if len(args) == 2 && args[0] == "--runs" {
+		// A pooled shim: its runs come from the backend (runs_linux.go).
+		return serveRuns(ps, args[1])
+	}
+	pr, pw, err := commandPipe()
+	if err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: start: pipe: %s\n", errnoName(err, syscall.EIO))
+		return startFailed
+	}
+	r := runOnce(ps, args, runIO{
+		out: os.Stdout, diag: stderr, pr: pr, pw: pw,
+		// After a detach the call's pipes close: the caller reads EOF on
+		// both, the shim stays as the owner of what the command left.
+		closeCall: func() {
+			null, _ := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+			if null != nil {
+				unix.Dup2(int(null.Fd()), 1)
+				unix.Dup2(int(null.Fd()), 2)
+				null.Close()
+			}
+		},
+	})
+	if r.detached || r.early {
+		return r.code
+	}
+	sayDone(stderr, r.status)
+	os.Stdout.Close()
+	os.Stderr.Close()
+	if r.status.Signaled() {
+		raise(r.status.Signal())
+	}
+	return r.code
+}
+
+// procState is what a shim process sets up once, for every run it serves.
+type procState struct {
+	subreaperErr error
+	sigs         chan os.Signal // kill requests
+	devnull      *os.File       // the commands' stdin
+	devnullErr   error
+
+	lifelines map[int]<-chan struct{}
+}
+
+// newProcState does the setup that needs no argument, so a pooled shim
+// has it done before its first run arrives, once for all its runs (signal
+// handling starts threads, which took a millisecond on the path of each
+// command).
+func newProcState() *procState {
+	ps := &procState{lifelines: map[int]<-chan struct{}{}}
+	ps.subreaperErr = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 	_ = syscall.Setpgid(0, 0) // EPERM for a session leader, which leads its group already
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	ps.sigs = make(chan os.Signal, 4)
+	signal.Notify(ps.sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	// A vanished reader must end in a sweep (the failed write on stdout
 	// says so), not in the shim's death with the tree left running. Notify,
 	// not Ignore: an ignored SIGPIPE would be inherited by the command.
@@ -49,14 +97,60 @@ func runMain(args []string, stderr io.Writer) int {
 		for range pipes {
 		}
 	}()
+	// Opened once: a path walk from / is a round trip to the storage
+	// driver's daemon on fuse-overlayfs.
+	ps.devnull, ps.devnullErr = os.Open(os.DevNull)
+	return ps
+}
 
-	if len(args) == 2 && args[0] == "--spec" {
-		// A warm shim: the run comes from the backend (spec_linux.go).
-		var err error
-		if args, err = readSpec(args[1]); err != nil {
-			return 2
-		}
+// lifeline is watchLifeline(fd), once per fd for the process.
+func (ps *procState) lifeline(fd int) <-chan struct{} {
+	if ch, ok := ps.lifelines[fd]; ok {
+		return ch
 	}
+	ch := watchLifeline(fd)
+	ps.lifelines[fd] = ch
+	return ch
+}
+
+// commandPipe is a command's output pipe, enlarged: a fast command's
+// output moves in fewer, larger reads and writes (a refusal keeps the
+// default).
+func commandPipe() (pr, pw *os.File, err error) {
+	pr, pw, err = os.Pipe()
+	if err == nil {
+		_, _ = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, copyBuf)
+	}
+	return pr, pw, err
+}
+
+// runIO is one run's files: out takes the command's output, diag the
+// shim's status lines; pr and pw are the command's pipe (the shim copies pr
+// to out). closeCall closes the call's ends of out and diag after a detach.
+type runIO struct {
+	out       *os.File
+	diag      io.Writer
+	pr, pw    *os.File
+	closeCall func()
+}
+
+// runResult is how a run ended. code is the shim's exit status for it;
+// status the command's; detached: the shim owns what the command left and
+// has ended the call; early: it ended before the command started (bad
+// arguments, a start failure); clean: the command exited normally and left
+// no process, no output reader and nothing to sweep — the shim, its
+// subreaper role included, is as it was before the run.
+type runResult struct {
+	code     int
+	status   syscall.WaitStatus
+	detached bool
+	early    bool
+	clean    bool
+}
+
+// runOnce runs one command: `__shim run ARGS` (see the package doc).
+func runOnce(ps *procState, args []string, rio runIO) runResult {
+	stderr := rio.diag
 	fs := flag.NewFlagSet("__shim run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	pidfile := fs.String("pidfile", "", "write the shim's pid to `FILE`")
@@ -66,26 +160,32 @@ func runMain(args []string, stderr io.Writer) int {
 	logCap := fs.Int64("log-cap", 1<<30, "cap of the --detach log in `BYTES`")
 	refuse := fs.Bool("refuse-detach", false, "when the command leaves processes running, kill them and say so (the sandbox owns its limit of background processes)")
 	lifeline := fs.Int("lifeline", -1, "a file descriptor whose end of input (its writer died) is a kill request")
+	early := func(code int) runResult {
+		rio.pr.Close()
+		rio.pw.Close()
+		return runResult{code: code, early: true}
+	}
 	if err := fs.Parse(args); err != nil {
-		return 2
+		return early(2)
 	}
 	argv := fs.Args()
 	if len(argv) == 0 {
 		fmt.Fprintln(stderr, "pi-sandbox-shim: run: missing PROGRAM")
-		return 2
+		return early(2)
 	}
 	diag := func(format string, a ...any) { fmt.Fprintf(stderr, "pi-sandbox-shim: "+format+"\n", a...) }
 
-	if subreaperErr != nil {
-		diag("warning: subreaper: %v", subreaperErr)
+	if ps.subreaperErr != nil {
+		diag("warning: subreaper: %v", ps.subreaperErr)
 	}
-	lost := watchLifeline(*lifeline)
+	lost := ps.lifeline(*lifeline)
+	sigs := ps.sigs
 
 	if *pidfile != "" {
 		if err := writePidfile(*pidfile); err != nil {
 			// A start failure (a full disk, say), not the command's.
 			diag("start: open %s: %s", *pidfile, errnoName(err, syscall.EIO))
-			return startFailed
+			return early(startFailed)
 		}
 		defer os.Remove(*pidfile)
 	}
@@ -98,53 +198,48 @@ func runMain(args []string, stderr io.Writer) int {
 		p, err := exec.LookPath(path)
 		if err != nil {
 			diag("start: exec %s: %s", argv[0], errnoName(err, syscall.ENOENT))
-			return startFailed
+			return early(startFailed)
 		}
 		path = p
 	}
-	if *dir != "" {
-		if fi, err := os.Stat(*dir); err != nil {
-			diag("start: chdir %s: %s", *dir, errnoName(err, syscall.ENOENT))
-			return startFailed
-		} else if !fi.IsDir() {
-			diag("start: chdir %s: ENOTDIR", *dir)
-			return startFailed
-		}
+	if ps.devnullErr != nil {
+		diag("start: open %s: %s", os.DevNull, errnoName(ps.devnullErr, syscall.EIO))
+		return early(startFailed)
 	}
-	devnull, err := os.Open(os.DevNull)
-	if err != nil {
-		diag("start: open %s: %s", os.DevNull, errnoName(err, syscall.EIO))
-		return startFailed
-	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		diag("start: pipe: %s", errnoName(err, syscall.EIO))
-		return startFailed
-	}
-	// A larger pipe: a fast command's output moves in fewer, larger reads
-	// and writes (a refusal keeps the default).
-	_, _ = unix.FcntlInt(pw.Fd(), unix.F_SETPIPE_SZ, copyBuf)
+	pr, pw := rio.pr, rio.pw
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
 		Dir:   *dir,
 		Env:   os.Environ(),
-		Files: []uintptr{devnull.Fd(), pw.Fd(), pw.Fd()},
+		Files: []uintptr{ps.devnull.Fd(), pw.Fd(), pw.Fd()},
 	})
-	devnull.Close()
 	pw.Close()
 	if err != nil {
+		pr.Close()
+		// The child's chdir or its exec failed (the errno does not say
+		// which): the directory is checked now, off the path of every
+		// command that starts.
+		if *dir != "" {
+			if fi, serr := os.Stat(*dir); serr != nil {
+				diag("start: chdir %s: %s", *dir, errnoName(serr, syscall.ENOENT))
+				return runResult{code: startFailed, early: true}
+			} else if !fi.IsDir() {
+				diag("start: chdir %s: ENOTDIR", *dir)
+				return runResult{code: startFailed, early: true}
+			}
+		}
 		diag("start: exec %s: %s", path, errnoName(err, syscall.ENOEXEC))
-		return startFailed
+		return runResult{code: startFailed, early: true}
 	}
 
 	statusCh := make(chan syscall.WaitStatus, 1)
 	empty := make(chan struct{}) // closed when the shim has no child left
 	go reap(pid, statusCh, empty)
 
-	cp := &copier{activity: make(chan struct{}, 1), w: os.Stdout}
+	cp := &copier{activity: make(chan struct{}, 1), w: rio.out}
 	copyDone := make(chan error, 1)
 	go func() { copyDone <- cp.copy(pr) }()
 
-	hangup, stopWatch := watchHangup(int(os.Stdout.Fd()))
+	hangup, stopWatch := watchHangup(int(rio.out.Fd()))
 
 	var (
 		status   syscall.WaitStatus
@@ -196,17 +291,22 @@ loop:
 			break loop
 		}
 	}
-	if normal && (*refuse || *detach != "") && hasChildren(empty) && len(descendants(os.Getpid())) > 0 {
+	if graceT != nil {
+		graceT.Stop()
+	}
+	left := hasChildren(empty)
+	if normal && (*refuse || *detach != "") && left && len(descendants(os.Getpid())) > 0 {
 		if *detach != "" {
 			stopWatch()
-			return detachTree(diag, cp, pr, copyDone, copyOpen, empty, sigs, lost, *detach, *logCap, status, *pidfile)
+			code := detachTree(diag, cp, pr, copyDone, copyOpen, empty, sigs, lost, *detach, *logCap, status, *pidfile, rio.closeCall)
+			return runResult{code: code, status: status, detached: true}
 		}
 		diag("detach refused")
 	}
 	// No child at all means no descendant (orphans are re-parented to the
 	// subreaper), so the /proc walk — milliseconds on a busy host — is
 	// skipped in the common case of a command that left nothing behind.
-	if hasChildren(empty) {
+	if left {
 		if !killDescendants(os.Getpid(), killLimit) {
 			diag("warning: processes survived the kill sweep")
 		}
@@ -214,11 +314,22 @@ loop:
 	if !exited {
 		status = <-statusCh
 	}
+	clean := normal && !left && !copyOpen && !status.Signaled() && *pidfile == ""
 	if copyOpen {
 		cp.drain(copyDone, pr)
 	}
+	pr.Close()
 	if *pidfile != "" {
 		os.Remove(*pidfile)
+	}
+	if clean {
+		// The reaper's last wait4 sees no child and returns: it must be
+		// gone before a next run's command, whose status it would take.
+		select {
+		case <-empty:
+		case <-time.After(time.Second):
+			clean = false
+		}
 	}
 	// The tree is gone and the output is drained: say how the command
 	// ended and close stdout and stderr, so a caller that reads the "done"
@@ -226,17 +337,16 @@ loop:
 	// waiting for this process's own exit (the Go runtime's teardown, and
 	// raise's delivery, take milliseconds on a busy host).
 	stopWatch()
+	return runResult{code: exitStatus(status), status: status, clean: clean}
+}
+
+// sayDone writes the run's last status line: how the command ended.
+func sayDone(diag io.Writer, status syscall.WaitStatus) {
 	if status.Signaled() {
-		diag("done signal %d", int(status.Signal()))
+		fmt.Fprintf(diag, "pi-sandbox-shim: done signal %d\n", int(status.Signal()))
 	} else {
-		diag("done exit %d", status.ExitStatus())
+		fmt.Fprintf(diag, "pi-sandbox-shim: done exit %d\n", status.ExitStatus())
 	}
-	os.Stdout.Close()
-	os.Stderr.Close()
-	if status.Signaled() {
-		raise(status.Signal())
-	}
-	return exitStatus(status)
 }
 
 // watchHangup reports when the reader of fd (the shim's stdout) has gone

@@ -288,7 +288,7 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 		Background:    true,
 		MaxBackground: h.MaxBackground,
 		Registry:      s.shared,
-		// Commands come one after another: start each one's shim ahead.
+		// Commands come one after another: keep shims that serve them.
 		WarmShim: true,
 	})
 	if err != nil {
@@ -341,7 +341,7 @@ func (s *server) handleEnd(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.endCalls()
-	// The warm shim and, in a session of its own, the background groups
+	// The pooled shims and, in a session of its own, the background groups
 	// end too (the daemon's stay: they are not this session's).
 	s.mu.Lock()
 	b := s.b

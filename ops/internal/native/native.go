@@ -64,8 +64,9 @@ type Config struct {
 	// them all, Processes lists them all) and Close leaves them running;
 	// Registry.Close kills them. MaxBackground is then ignored.
 	Registry *Registry
-	// WarmShim keeps a shim started ahead of the next command (warm.go),
-	// for a backend that runs many (the helper); it needs the shim.
+	// WarmShim keeps shims that serve command after command, one started
+	// ahead of the next command (warm.go), for a backend that runs many
+	// (the helper); it needs the shim.
 	WarmShim bool
 }
 

@@ -109,14 +109,23 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		waitCh chan error
 		start  time.Time
 	)
-	if w := b.takeWarm(shimPath); w != nil {
-		// A shim started ahead: it checks the directory itself (a missing
-		// one is its "start: chdir" report).
-		if err := w.send(append(append(shimArgs, "--dir", dir, "--"), shellArgs...), env); err == nil {
-			cmd, pr, diag, waitCh, start = w.cmd, w.out, w.diag, w.waitCh, time.Now()
-		} else {
-			w.discard()
+	defer b.refillWarm(shimPath)
+	// A pooled shim, started ahead: it checks the directory itself (a
+	// missing one is its "start: chdir" report).
+	var warm *warmShim
+	for warm = b.takeWarm(shimPath); warm != nil; warm = b.takeWarm(shimPath) {
+		out, d, err := warm.start(append(append(shimArgs, "--dir", dir, "--"), shellArgs...), env)
+		if err == nil {
+			cmd, pr, diag, waitCh, start = warm.cmd, out, d, warm.waitCh, time.Now()
+			break
 		}
+		if errors.Is(err, errSpecNUL) {
+			b.warm.put(warm) // the usual start fails the same way
+			warm = nil
+			break
+		}
+		// It died while idle (a command of the sandbox may kill it).
+		go warm.discard()
 	}
 	if cmd == nil {
 		if shimPath != "" {
@@ -289,15 +298,30 @@ loop:
 	if !exited {
 		stop(cmd, pgid, waitCh, shimPath != "")
 	}
-	// The final group kill, always: without the background registry, what
-	// the command left running dies with the call.
-	killGroup(pgid)
 	pm.drain(drainWait, drainLimit)
 	if diag != nil {
 		diag.wait()
-		if diag.startErr != nil && exited {
-			return &ops.StartError{Err: diag.startErr}
+	}
+	// A pooled shim that ran a command to its normal end, with nothing
+	// left behind, waits for its next run: it goes back to the pool, and
+	// its group is left alone (it holds nothing else: the shim swept it).
+	if warm != nil {
+		if reason == stopNone && shimEnd != nil && diag.reusable.Load() && pm.err == nil {
+			b.warm.put(warm)
+		} else {
+			if diag.reusable.Load() {
+				go warm.discard() // it waits for a run that will not come
+			}
+			warm = nil
 		}
+	}
+	if warm == nil {
+		// The final group kill, always: without the background registry,
+		// what the command left running dies with the call.
+		killGroup(pgid)
+	}
+	if diag != nil && diag.startErr != nil && exited {
+		return &ops.StartError{Err: diag.startErr}
 	}
 
 	switch reason {

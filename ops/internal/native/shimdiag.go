@@ -34,6 +34,7 @@ type shimDiag struct {
 	ends     chan shimDone
 	detached chan struct{} // closed when the shim detached
 	refused  atomic.Bool   // the shim killed leftovers: the background limit
+	reusable atomic.Bool   // a pooled shim waits for its next run (warm.go)
 	done     chan struct{}
 	startErr error // set before done is closed
 }
@@ -90,6 +91,10 @@ func (d *shimDiag) read() {
 		}
 		if line == "detach refused" {
 			d.refused.Store(true)
+			continue
+		}
+		if line == "reusable" {
+			d.reusable.Store(true)
 			continue
 		}
 		// "start: OP PATH: CODE"

@@ -4,39 +4,52 @@ package native
 
 import (
 	"bytes"
-	"fmt"
+	"encoding/binary"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// A warm shim is `SHIM __shim run --spec FD`, started before its command is
-// known: it blocks reading its run (arguments and environment) from FD. A
-// backend that runs many commands (the helper) keeps one ready, so a call
-// pays writing the spec instead of the start of a Go program (a few
-// milliseconds of exec, page faults and runtime start on a busy host),
-// which moves to the gap between calls. The run itself is exactly what a
-// shim started for it would do (package shim, spec_linux.go).
+// A pooled shim is `SHIM __shim run --runs FD`, started before its first
+// command is known: it serves runs (arguments, environment, and the run's
+// two pipes) sent over the unix socket FD, one after another, and stays
+// for the next one after a command that exited normally and left nothing
+// behind (package shim, runs_linux.go). A backend that runs many commands
+// (the helper) keeps such shims, so a command pays writing its spec — not
+// the start and exit of a Go program (an exec, the runtime's start, page
+// faults and threads: about 9 ms of CPU a command in a container on a
+// small VM, where bash itself takes 2.5). The run itself is exactly what a
+// shim started for it would do.
 
-// warmShim is one started shim waiting for its run.
+// errSpecNUL: a spec cannot carry the run (w is unharmed).
+var errSpecNUL = errors.New("local: NUL in a shim argument")
+
+// maxPooled bounds the idle shims kept for parallel calls.
+const maxPooled = 4
+
+// warmShim is one started shim waiting for a run.
 type warmShim struct {
 	cmd    *exec.Cmd
-	spec   *os.File // write end of the spec pipe
-	out    *os.File // read end of the output pipe
-	diag   *shimDiag
+	ctl    *os.File // our end of the socket the runs go through
 	waitCh chan error
 }
 
-// warmPool holds at most one ready shim and refills it after each take.
+// warmPool holds the idle shims: a run takes one and gives it back when
+// the shim says it is reusable. An empty pool is refilled when a run ends
+// (refillWarm): a fresh shim's start then overlaps the reply's trip and the
+// next request's, not the command, on a machine with few cores.
 type warmPool struct {
 	b *Backend
 
 	mu      sync.Mutex
-	ready   *warmShim
-	filling bool
+	ready   []*warmShim
+	filling chan struct{} // closed when the start in progress ends; nil: none
 	closed  bool
 	fills   sync.WaitGroup // a start in progress (close waits: it uses the backend's files)
 }
@@ -47,34 +60,56 @@ func newWarmPool(b *Backend) *warmPool {
 	return p
 }
 
-// take returns the ready shim (nil: none yet; the caller starts one the
-// usual way) and starts the next.
+// take returns an idle shim, waiting for a start in progress (it is
+// nearer than a new one); nil when there is none (the caller starts one
+// the usual way).
 func (p *warmPool) take() *warmShim {
 	p.mu.Lock()
-	w := p.ready
-	p.ready = nil
+	if ch := p.filling; len(p.ready) == 0 && ch != nil {
+		p.mu.Unlock()
+		<-ch
+		p.mu.Lock()
+	}
+	var w *warmShim
+	if n := len(p.ready); n > 0 {
+		w = p.ready[n-1]
+		p.ready = p.ready[:n-1]
+	}
 	p.mu.Unlock()
-	p.fill()
 	return w
 }
 
-// fill starts a shim in the background unless one is ready or starting.
+// put gives back a shim that said it is reusable.
+func (p *warmPool) put(w *warmShim) {
+	p.mu.Lock()
+	if p.closed || len(p.ready) >= maxPooled {
+		p.mu.Unlock()
+		go w.discard()
+		return
+	}
+	p.ready = append(p.ready, w)
+	p.mu.Unlock()
+}
+
+// fill starts a shim in the background unless one is idle or starting.
 func (p *warmPool) fill() {
 	p.mu.Lock()
-	if p.closed || p.ready != nil || p.filling {
+	if p.closed || len(p.ready) > 0 || p.filling != nil {
 		p.mu.Unlock()
 		return
 	}
-	p.filling = true
+	ch := make(chan struct{})
+	p.filling = ch
 	p.fills.Add(1)
 	p.mu.Unlock()
 	go func() {
 		defer p.fills.Done()
 		w, err := p.b.startWarm()
 		p.mu.Lock()
-		p.filling = false
+		p.filling = nil
+		close(ch)
 		if err == nil && !p.closed {
-			p.ready, w = w, nil
+			p.ready, w = append(p.ready, w), nil
 		}
 		p.mu.Unlock()
 		if w != nil {
@@ -83,7 +118,7 @@ func (p *warmPool) fill() {
 	}()
 }
 
-// close discards the ready shim, after a start in progress has ended (the
+// close discards the idle shims, after a start in progress has ended (the
 // backend closes the files a start passes on once close returns).
 func (p *warmPool) close() {
 	p.mu.Lock()
@@ -91,105 +126,145 @@ func (p *warmPool) close() {
 	p.mu.Unlock()
 	p.fills.Wait()
 	p.mu.Lock()
-	w := p.ready
+	idle := p.ready
 	p.ready = nil
 	p.mu.Unlock()
-	if w != nil {
-		w.discard()
+	var wg sync.WaitGroup
+	for _, w := range idle {
+		wg.Go(w.discard)
 	}
+	wg.Wait()
 }
 
-// takeWarm returns a ready shim for a run under shimPath, nil when there
-// is none (no pool, another shim, none started yet).
+// takeWarm returns an idle shim for a run under shimPath, nil when there
+// is none (no pool, another shim, none started). A run that could take
+// one calls refillWarm when it ends.
 func (b *Backend) takeWarm(shimPath string) *warmShim {
-	if b.warm == nil || shimPath == "" || shimPath != b.shim {
+	if !b.warmFor(shimPath) {
 		return nil
 	}
 	return b.warm.take()
 }
 
-// startWarm starts a shim that waits for its spec. Its environment is the
-// backend's (the spec replaces it before anything runs), its working
-// directory this process's (a relative Dir resolves as it would here).
+func (b *Backend) warmFor(shimPath string) bool {
+	return b.warm != nil && shimPath != "" && shimPath == b.shim
+}
+
+// refillWarm starts the next shim for runs under shimPath when none is
+// idle.
+func (b *Backend) refillWarm(shimPath string) {
+	if b.warmFor(shimPath) {
+		b.warm.fill()
+	}
+}
+
+// startWarm starts a shim that waits for its runs. Its environment is the
+// backend's (each run's spec replaces it before anything runs), its
+// working directory this process's (a relative Dir resolves as it would
+// here); its own stdout and stderr are /dev/null (each run brings its own).
 func (b *Backend) startWarm() (*warmShim, error) {
-	sr, sw, err := os.Pipe()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
 	}
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		sr.Close()
-		sw.Close()
-		return nil, err
-	}
-	growPipe(pw)
-	diag, err := newShimDiag()
-	if err != nil {
-		sr.Close()
-		sw.Close()
-		pr.Close()
-		pw.Close()
-		return nil, err
-	}
+	ours, theirs := os.NewFile(uintptr(fds[0]), "runs"), os.NewFile(uintptr(fds[1]), "runs")
 	var extra []*os.File
 	if b.bg != nil {
 		extra = append(extra, b.bg.lifeline) // fd 3, as --lifeline 3 says
 	}
-	extra = append(extra, sr)
-	cmd := exec.Command(b.shim, "__shim", "run", "--spec", strconv.Itoa(2+len(extra)))
+	extra = append(extra, theirs)
+	cmd := exec.Command(b.shim, "__shim", "run", "--runs", strconv.Itoa(2+len(extra)))
 	cmd.ExtraFiles = extra
 	cmd.Env = b.env[:len(b.env):len(b.env)]
 	if shimEnvExtra != "" && !hasKey(cmd.Env, "GORACE") {
 		cmd.Env = append(cmd.Env, shimEnvExtra)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Stdout, cmd.Stderr = pw, diag.w
 	err = cmd.Start()
-	sr.Close()
-	pw.Close()
-	diag.started()
+	theirs.Close()
 	if err != nil {
-		sw.Close()
-		pr.Close()
+		ours.Close()
 		return nil, err
 	}
-	w := &warmShim{cmd: cmd, spec: sw, out: pr, diag: diag, waitCh: make(chan error, 1)}
+	w := &warmShim{cmd: cmd, ctl: ours, waitCh: make(chan error, 1)}
 	go func() { w.waitCh <- cmd.Wait() }()
 	return w, nil
 }
 
-// send gives w its run: the shim's arguments (after `__shim run`) and the
-// command's environment. An error means w is unusable (it died).
-func (w *warmShim) send(args, env []string) error {
-	var buf bytes.Buffer
-	buf.WriteString(strconv.Itoa(len(args)))
-	buf.WriteByte(0)
+// start gives w a run: the shim's arguments (after `__shim run`) and the
+// command's environment, with the run's output pipe and status pipe, whose
+// read ends it returns. An error means w is unusable (it died).
+func (w *warmShim) start(args, env []string) (out *os.File, diag *shimDiag, err error) {
+	var spec bytes.Buffer
+	spec.Write([]byte{0, 0, 0, 0}) // the length, below
+	spec.WriteString(strconv.Itoa(len(args)))
+	spec.WriteByte(0)
 	for _, s := range [][]string{args, env} {
 		for _, v := range s {
 			if bytes.IndexByte([]byte(v), 0) >= 0 {
-				return fmt.Errorf("local: NUL in a shim argument")
+				return nil, nil, errSpecNUL
 			}
-			buf.WriteString(v)
-			buf.WriteByte(0)
+			spec.WriteString(v)
+			spec.WriteByte(0)
 		}
 	}
-	_, err := w.spec.Write(buf.Bytes())
-	if cerr := w.spec.Close(); err == nil {
-		err = cerr
+	msg := spec.Bytes()
+	binary.BigEndian.PutUint32(msg, uint32(len(msg)-4))
+
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, nil, err
 	}
-	return err
+	growPipe(pw)
+	diag, err = newShimDiag()
+	if err != nil {
+		pr.Close()
+		pw.Close()
+		return nil, nil, err
+	}
+	// The header carries the two files; the rest follows as a stream.
+	err = sendRights(w.ctl, msg[:4], int(pw.Fd()), int(diag.w.Fd()))
+	if err == nil {
+		_, err = w.ctl.Write(msg[4:])
+	}
+	pw.Close()
+	diag.started()
+	if err != nil {
+		pr.Close()
+		diag.wait()
+		return nil, nil, err
+	}
+	return pr, diag, nil
 }
 
-// discard ends a shim that will not run anything: end of its spec makes
-// it exit; a kill follows if it does not.
+// sendRights sends p with the files fds attached, retrying on EINTR.
+func sendRights(f *os.File, p []byte, fds ...int) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			serr = unix.Sendmsg(int(fd), p, unix.UnixRights(fds...), nil, 0)
+			if serr != unix.EINTR {
+				return serr != unix.EAGAIN
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// discard ends a shim that will not run anything more: end of its input
+// makes it exit; a kill follows if it does not.
 func (w *warmShim) discard() {
-	w.spec.Close()
+	w.ctl.Close()
 	select {
 	case <-w.waitCh:
 	case <-time.After(time.Second):
 		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
 		<-w.waitCh
 	}
-	w.out.Close()
-	w.diag.wait()
 }

@@ -1,0 +1,119 @@
+package native_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
+	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
+)
+
+// pooled is the helper's configuration: pooled shims, background kept.
+var pooled = native.Config{WarmShim: true, Background: true}
+
+func TestConformancePooled(t *testing.T) {
+	opstest.TestBackend(t, newBackend(pooled))
+}
+
+// shimOf returns the pid of the shim that ran command (its shell's parent)
+// and the command's output after it.
+func shimOf(t *testing.T, b *native.Backend, command string) (string, string) {
+	t.Helper()
+	var out bytes.Buffer
+	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $PPID; " + command, Output: &out})
+	var ee *ops.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s: %v", command, err)
+	}
+	pid, rest, _ := strings.Cut(out.String(), "\n")
+	return pid, rest
+}
+
+// TestPooledShimServesCommandAfterCommand: a command that ends normally
+// and leaves nothing gives its shim back: the next one runs under the same
+// process, with its own environment, directory and status.
+func TestPooledShimServesCommandAfterCommand(t *testing.T) {
+	b := open(t, pooled)
+	first, _ := shimOf(t, b, "true")
+	for i, c := range []struct{ command, want string }{
+		{"echo $X", "\n"},
+		{"X=1; echo $X; exit 3", "1\n"},
+		{"echo $X", "\n"},
+		{"cd /; pwd", "/\n"},
+		{"pwd", b.Info().WorkDir + "\n"},
+	} {
+		pid, out := shimOf(t, b, c.command)
+		if pid != first {
+			t.Fatalf("run %d (%q): shim %s, want the first one, %s", i, c.command, pid, first)
+		}
+		if out != c.want {
+			t.Errorf("run %d (%q): output %q, want %q", i, c.command, out, c.want)
+		}
+	}
+	var out bytes.Buffer
+	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $Y", Env: []string{"Y=only-here"}, Output: &out})
+	if err != nil || out.String() != "only-here\n" {
+		t.Fatalf("Cmd.Env: %q, %v", out.String(), err)
+	}
+	if pid, out := shimOf(t, b, "echo $Y"); pid != first || out != "\n" {
+		t.Fatalf("the next run saw %q under shim %s (want none, under %s)", out, pid, first)
+	}
+}
+
+// TestPooledShimNotReusedAfterLeftovers: a shim whose command left a
+// process (kept in the background), timed out, was killed by a signal or
+// killed the shim itself runs nothing more; the next command still runs,
+// under another shim.
+func TestPooledShimNotReusedAfterLeftovers(t *testing.T) {
+	b := open(t, pooled)
+	for _, c := range []struct {
+		name, command string
+		timeout       time.Duration
+	}{
+		{"background", "sleep 30 & echo", 0},
+		{"timeout", "sleep 30", 200 * time.Millisecond},
+		{"signal", "kill -9 $$", 0},
+		{"killed shim", "kill -9 $PPID", 0},
+	} {
+		before, _ := shimOf(t, b, "true")
+		var out bytes.Buffer
+		_ = b.Run(t.Context(), &ops.Cmd{Command: c.command, Output: &out, Timeout: c.timeout})
+		after, _ := shimOf(t, b, "true")
+		if after == before || after == "" {
+			t.Errorf("%s: the next command ran under shim %q, the one before under %q", c.name, after, before)
+		}
+	}
+	ps, err := b.Processes(t.Context())
+	if err != nil || len(ps) != 1 || !strings.Contains(ps[0].Command, "sleep 30") {
+		t.Fatalf("background processes %+v, %v: want the one sleep", ps, err)
+	}
+}
+
+// TestPooledShimsInParallel: parallel commands each get a shim of their
+// own (pooled or started), and every output is its own command's.
+func TestPooledShimsInParallel(t *testing.T) {
+	b := open(t, pooled)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i := range 8 {
+			wg.Go(func() {
+				var out bytes.Buffer
+				want := strings.Repeat("x", i+1) + "\n"
+				if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.05; echo " + strings.TrimSpace(want), Output: &out}); err != nil {
+					t.Errorf("round %d, %d: %v", round, i, err)
+				} else if out.String() != want {
+					t.Errorf("round %d, %d: output %q, want %q", round, i, out.String(), want)
+				}
+			})
+		}
+		wg.Wait()
+	}
+}
