@@ -83,7 +83,10 @@
 // arrives on the unix socket FD, and after a command that exited normally
 // and left nothing behind the shim writes "pi-sandbox-shim: reusable" just
 // before its "done" line, closes the run's files and waits for the next
-// run; after any other end it exits as run does. It is non-dumpable (it
+// run; after any other end it exits as run does. Each command runs in a
+// process group of its own (the shim outlives it), which the shim kills
+// when the run ends, after its sweep; "pi-sandbox-shim: started PID" names
+// it as soon as the command has started. It is non-dumpable (it
 // starts the next command of the same user). The framing is in
 // runs_linux.go; the helper's backend (ops/internal/native) is its writer.
 //

@@ -127,11 +127,14 @@ func commandPipe() (pr, pw *os.File, err error) {
 // runIO is one run's files: out takes the command's output, diag the
 // shim's status lines; pr and pw are the command's pipe (the shim copies pr
 // to out). closeCall closes the call's ends of out and diag after a detach.
+// ownGroup runs the command in a process group of its own, killed when
+// the run ends (a pooled shim, which outlives the run, is not in it).
 type runIO struct {
 	out       *os.File
 	diag      io.Writer
 	pr, pw    *os.File
 	closeCall func()
+	ownGroup  bool
 }
 
 // runResult is how a run ended. code is the shim's exit status for it;
@@ -207,11 +210,15 @@ func runOnce(ps *procState, args []string, rio runIO) runResult {
 		return early(startFailed)
 	}
 	pr, pw := rio.pr, rio.pw
-	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{
+	attr := &syscall.ProcAttr{
 		Dir:   *dir,
 		Env:   os.Environ(),
 		Files: []uintptr{ps.devnull.Fd(), pw.Fd(), pw.Fd()},
-	})
+	}
+	if rio.ownGroup {
+		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
+	}
+	pid, err := syscall.ForkExec(path, argv, attr)
 	pw.Close()
 	if err != nil {
 		pr.Close()
@@ -231,6 +238,9 @@ func runOnce(ps *procState, args []string, rio runIO) runResult {
 		return runResult{code: startFailed, early: true}
 	}
 
+	if rio.ownGroup {
+		diag("started %d", pid) // the group to kill if the shim cannot
+	}
 	statusCh := make(chan syscall.WaitStatus, 1)
 	empty := make(chan struct{}) // closed when the shim has no child left
 	go reap(pid, statusCh, empty)
@@ -310,6 +320,11 @@ loop:
 		if !killDescendants(os.Getpid(), killLimit) {
 			diag("warning: processes survived the kill sweep")
 		}
+	}
+	if rio.ownGroup && syscall.Kill(-pid, syscall.SIGKILL) == nil {
+		// The command's group still had a member the sweep did not find:
+		// an orphan the kernel gave to another reaper (gVisor does).
+		left = true
 	}
 	if !exited {
 		status = <-statusCh

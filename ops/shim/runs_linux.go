@@ -97,7 +97,7 @@ func serveRuns(ps *procState, fdArg string) int {
 			m.out.Close()
 			m.diag.Close()
 		}
-		r := runOnce(ps, m.args, runIO{out: m.out, diag: m.diag, pr: pr, pw: pw, closeCall: closeCall})
+		r := runOnce(ps, m.args, runIO{out: m.out, diag: m.diag, pr: pr, pw: pw, closeCall: closeCall, ownGroup: true})
 		switch {
 		case r.detached:
 			return r.code

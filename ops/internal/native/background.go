@@ -42,6 +42,7 @@ type background struct {
 
 type bgGroup struct {
 	pid     int
+	group   int // the command's process group, when not the shim's (a pooled shim's); 0: none
 	command string
 	started time.Time
 	log     string
@@ -81,9 +82,10 @@ func logPath(dir string) string {
 	return filepath.Join(dir, "pi-bg-"+hex.EncodeToString(rnd[:])+".log")
 }
 
-// adopt registers a detached shim; waitCh delivers its exit.
-func (g *background) adopt(cmd *exec.Cmd, command, log string, waitCh <-chan error) {
-	p := &bgGroup{pid: cmd.Process.Pid, command: command, started: time.Now(), log: log, done: make(chan struct{})}
+// adopt registers a detached shim; waitCh delivers its exit; group is its
+// command's process group when that is not the shim's (0: it is).
+func (g *background) adopt(cmd *exec.Cmd, group int, command, log string, waitCh <-chan error) {
+	p := &bgGroup{pid: cmd.Process.Pid, group: group, command: command, started: time.Now(), log: log, done: make(chan struct{})}
 	g.mu.Lock()
 	g.procs[p.pid] = p
 	g.mu.Unlock()
@@ -115,6 +117,9 @@ func (g *background) close() {
 		case <-deadline:
 			syscall.Kill(-p.pid, syscall.SIGKILL)
 			syscall.Kill(p.pid, syscall.SIGKILL)
+			if p.group > 0 {
+				syscall.Kill(-p.group, syscall.SIGKILL)
+			}
 		}
 	}
 	g.keep.Close()

@@ -289,14 +289,21 @@ loop:
 	if detached && reason == stopNone {
 		pm.drain(drainWait, drainLimit)
 		diag.wait()
-		b.bg.adopt(cmd, c.Command, bgLog, waitCh)
+		b.bg.adopt(cmd, int(diag.group.Load()), c.Command, bgLog, waitCh)
 		if shellEnd == nil {
 			return fmt.Errorf("local: %w: the shim detached without the command's status", ops.ErrExitUnknown)
 		}
 		return codeError(shellEnd.code)
 	}
+	// A pooled shim's command has a process group of its own.
+	groups := []int{pgid}
+	if diag != nil {
+		if g := int(diag.group.Load()); g > 0 {
+			groups = append(groups, g)
+		}
+	}
 	if !exited {
-		stop(cmd, pgid, waitCh, shimPath != "")
+		stop(cmd, groups, waitCh, shimPath != "")
 	}
 	pm.drain(drainWait, drainLimit)
 	if diag != nil {
@@ -304,7 +311,8 @@ loop:
 	}
 	// A pooled shim that ran a command to its normal end, with nothing
 	// left behind, waits for its next run: it goes back to the pool, and
-	// its group is left alone (it holds nothing else: the shim swept it).
+	// the groups are left alone (the shim swept its command's, and is the
+	// only member of its own).
 	if warm != nil {
 		if reason == stopNone && shimEnd != nil && diag.reusable.Load() && pm.err == nil {
 			b.warm.put(warm)
@@ -318,7 +326,9 @@ loop:
 	if warm == nil {
 		// The final group kill, always: without the background registry,
 		// what the command left running dies with the call.
-		killGroup(pgid)
+		for _, g := range groups {
+			killGroup(g)
+		}
 	}
 	if diag != nil && diag.startErr != nil && exited {
 		return &ops.StartError{Err: diag.startErr}
@@ -353,7 +363,7 @@ loop:
 // the shim, SIGTERM is a kill request: the shim SIGKILLs every descendant,
 // including those that left the group; the group kill follows if the shim
 // does not finish in time.
-func stop(cmd *exec.Cmd, pgid int, waitCh <-chan error, shim bool) {
+func stop(cmd *exec.Cmd, groups []int, waitCh <-chan error, shim bool) {
 	if shim {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
@@ -362,7 +372,9 @@ func stop(cmd *exec.Cmd, pgid int, waitCh <-chan error, shim bool) {
 		case <-time.After(shimStopWait):
 		}
 	}
-	killGroup(pgid)
+	for _, g := range groups {
+		killGroup(g)
+	}
 	<-waitCh
 }
 

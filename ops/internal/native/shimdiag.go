@@ -35,6 +35,7 @@ type shimDiag struct {
 	detached chan struct{} // closed when the shim detached
 	refused  atomic.Bool   // the shim killed leftovers: the background limit
 	reusable atomic.Bool   // a pooled shim waits for its next run (warm.go)
+	group    atomic.Int64  // a pooled shim's command: its process group
 	done     chan struct{}
 	startErr error // set before done is closed
 }
@@ -91,6 +92,12 @@ func (d *shimDiag) read() {
 		}
 		if line == "detach refused" {
 			d.refused.Store(true)
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "started "); ok {
+			if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
+				d.group.Store(int64(pid))
+			}
 			continue
 		}
 		if line == "reusable" {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -116,4 +118,43 @@ func TestPooledShimsInParallel(t *testing.T) {
 		}
 		wg.Wait()
 	}
+}
+
+// TestPooledShimStoppedByItsCommand: a command that stops its own shim
+// (SIGSTOP to its parent) cannot outlive its timeout: the shim cannot
+// sweep, so the group kill that follows reaches the command's own group,
+// not only the shim's.
+func TestPooledShimStoppedByItsCommand(t *testing.T) {
+	b := open(t, pooled)
+	var out bytes.Buffer
+	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $$; kill -STOP $PPID; sleep 30", Output: &out, Timeout: 300 * time.Millisecond})
+	var te *ops.TimeoutError
+	if !errors.As(err, &te) {
+		t.Fatalf("Run: %v, want a timeout", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatalf("output %q", out.String())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the command's shell (pid %d) outlived the call", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, out := shimOf(t, b, "echo ok"); out != "ok\n" {
+		t.Fatalf("the next command: %q", out)
+	}
+}
+
+// alive reports whether pid runs (a zombie counts as dead).
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
