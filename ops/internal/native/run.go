@@ -110,22 +110,11 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		start  time.Time
 	)
 	defer b.refillWarm(shimPath)
-	// A pooled shim, started ahead: it checks the directory itself (a
-	// missing one is its "start: chdir" report).
-	var warm *warmShim
-	for warm = b.takeWarm(shimPath); warm != nil; warm = b.takeWarm(shimPath) {
-		out, d, err := warm.start(append(append(shimArgs, "--dir", dir, "--"), shellArgs...), env)
-		if err == nil {
-			cmd, pr, diag, waitCh, start = warm.cmd, out, d, warm.waitCh, time.Now()
-			break
-		}
-		if errors.Is(err, errSpecNUL) {
-			b.warm.put(warm) // the usual start fails the same way
-			warm = nil
-			break
-		}
-		// It died while idle (a command of the sandbox may kill it).
-		go warm.discard()
+	// A pooled shim: it checks the directory itself (a missing one is its
+	// "start: chdir" report).
+	warm, wout, wdiag := b.startPooled(shimPath, append(append(shimArgs, "--dir", dir, "--"), shellArgs...), env)
+	if warm != nil {
+		cmd, pr, diag, waitCh, start = warm.cmd, wout, wdiag, warm.waitCh, time.Now()
 	}
 	if cmd == nil {
 		if shimPath != "" {

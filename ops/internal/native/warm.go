@@ -136,14 +136,39 @@ func (p *warmPool) close() {
 	wg.Wait()
 }
 
-// takeWarm returns an idle shim for a run under shimPath, nil when there
-// is none (no pool, another shim, none started). A run that could take
-// one calls refillWarm when it ends.
-func (b *Backend) takeWarm(shimPath string) *warmShim {
+// startPooled gives a run under shimPath to a pooled shim: an idle one,
+// else one started now, so that the pool grows to the calls' parallelism
+// (maxPooled stay). It returns the shim and the read ends of the run's
+// output and status pipes; nil when the run must start the usual way (no
+// pool, another shim, a spec it cannot carry, a shim that cannot start).
+// A run that could take one calls refillWarm when it ends.
+func (b *Backend) startPooled(shimPath string, args, env []string) (*warmShim, *os.File, *shimDiag) {
 	if !b.warmFor(shimPath) {
-		return nil
+		return nil, nil, nil
 	}
-	return b.warm.take()
+	for {
+		w, fresh := b.warm.take(), false
+		if w == nil {
+			var err error
+			if w, err = b.startWarm(); err != nil {
+				return nil, nil, nil
+			}
+			fresh = true
+		}
+		out, d, err := w.start(args, env)
+		switch {
+		case err == nil:
+			return w, out, d
+		case errors.Is(err, errSpecNUL):
+			b.warm.put(w) // the usual start fails the same way
+			return nil, nil, nil
+		}
+		// It died while idle (a command of the sandbox may kill it).
+		go w.discard()
+		if fresh {
+			return nil, nil, nil
+		}
+	}
 }
 
 func (b *Backend) warmFor(shimPath string) bool {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,25 +99,47 @@ func TestPooledShimNotReusedAfterLeftovers(t *testing.T) {
 }
 
 // TestPooledShimsInParallel: parallel commands each get a shim of their
-// own (pooled or started), and every output is its own command's.
+// own, and every output is its own command's; the pool keeps as many as
+// ran in parallel (up to its bound), so the next parallel batch starts none.
 func TestPooledShimsInParallel(t *testing.T) {
 	b := open(t, pooled)
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	var wg sync.WaitGroup
-	for round := range 3 {
-		for i := range 8 {
+	const parallel = 4 // the pool's bound
+	var rounds []map[string]bool
+	for round := range 4 {
+		var mu sync.Mutex
+		shims := map[string]bool{}
+		var wg sync.WaitGroup
+		for i := range parallel {
 			wg.Go(func() {
 				var out bytes.Buffer
-				want := strings.Repeat("x", i+1) + "\n"
-				if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.05; echo " + strings.TrimSpace(want), Output: &out}); err != nil {
+				want := strings.Repeat("x", i+1)
+				if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.1; echo $PPID " + want, Output: &out}); err != nil {
 					t.Errorf("round %d, %d: %v", round, i, err)
-				} else if out.String() != want {
-					t.Errorf("round %d, %d: output %q, want %q", round, i, out.String(), want)
+					return
 				}
+				pid, got, _ := strings.Cut(strings.TrimSpace(out.String()), " ")
+				if got != want {
+					t.Errorf("round %d, %d: output %q, want %q", round, i, got, want)
+				}
+				mu.Lock()
+				shims[pid] = true
+				mu.Unlock()
 			})
 		}
 		wg.Wait()
+		if len(shims) != parallel {
+			t.Fatalf("round %d: %d shims for %d parallel commands", round, len(shims), parallel)
+		}
+		rounds = append(rounds, shims)
+	}
+	for round := 2; round < len(rounds); round++ {
+		for pid := range rounds[round] {
+			if !rounds[round-1][pid] {
+				t.Errorf("round %d ran under shim %s, not one of round %d's %v", round, pid, round-1, rounds[round-1])
+			}
+		}
 	}
 }
 
@@ -126,15 +149,16 @@ func TestPooledShimsInParallel(t *testing.T) {
 // not only the shim's.
 func TestPooledShimStoppedByItsCommand(t *testing.T) {
 	b := open(t, pooled)
-	var out bytes.Buffer
-	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $$; kill -STOP $PPID; sleep 30", Output: &out, Timeout: 300 * time.Millisecond})
+	// The pid goes to a file: output still in the stopped shim's pipe is lost.
+	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $$ > pid; kill -STOP $PPID; sleep 30", Timeout: 300 * time.Millisecond})
 	var te *ops.TimeoutError
 	if !errors.As(err, &te) {
 		t.Fatalf("Run: %v, want a timeout", err)
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	data, _ := os.ReadFile(filepath.Join(b.Info().WorkDir, "pid"))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
-		t.Fatalf("output %q", out.String())
+		t.Fatalf("pid file %q", data)
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for alive(pid) {
