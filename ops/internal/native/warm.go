@@ -30,8 +30,17 @@ import (
 // errSpecNUL: a spec cannot carry the run (w is unharmed).
 var errSpecNUL = errors.New("local: NUL in a shim argument")
 
-// maxPooled bounds the idle shims kept for parallel calls.
-const maxPooled = 4
+// The pool keeps as many idle shims as calls ran in parallel, up to
+// maxPooled, so a burst of parallel calls that comes again starts no
+// process but its shells; once none has been taken or given back for
+// trimAfter, it keeps keepPooled (an idle shim is about 1 MiB of private
+// memory and 7 threads, which count against a container's pids limit).
+const (
+	maxPooled  = 32
+	keepPooled = 4
+)
+
+var trimAfter = 30 * time.Second // a variable for the tests
 
 // warmShim is one started shim waiting for a run.
 type warmShim struct {
@@ -51,6 +60,7 @@ type warmPool struct {
 	ready   []*warmShim
 	filling chan struct{} // closed when the start in progress ends; nil: none
 	closed  bool
+	trim    *time.Timer    // trims the idle shims to keepPooled; nil: not armed
 	fills   sync.WaitGroup // a start in progress (close waits: it uses the backend's files)
 }
 
@@ -75,8 +85,36 @@ func (p *warmPool) take() *warmShim {
 		w = p.ready[n-1]
 		p.ready = p.ready[:n-1]
 	}
+	p.armTrim()
 	p.mu.Unlock()
 	return w
+}
+
+// armTrim (re)starts the trim timer while more than keepPooled shims are
+// idle; p.mu is held.
+func (p *warmPool) armTrim() {
+	switch {
+	case len(p.ready) <= keepPooled || p.closed:
+	case p.trim == nil:
+		p.trim = time.AfterFunc(trimAfter, p.trimIdle)
+	default:
+		p.trim.Reset(trimAfter)
+	}
+}
+
+// trimIdle discards the idle shims beyond keepPooled, the longest idle
+// first (the pool is a stack).
+func (p *warmPool) trimIdle() {
+	p.mu.Lock()
+	var extra []*warmShim
+	if n := len(p.ready) - keepPooled; n > 0 {
+		extra = append(extra, p.ready[:n]...)
+		p.ready = append(p.ready[:0], p.ready[n:]...)
+	}
+	p.mu.Unlock()
+	for _, w := range extra {
+		go w.discard()
+	}
 }
 
 // put gives back a shim that said it is reusable.
@@ -88,6 +126,7 @@ func (p *warmPool) put(w *warmShim) {
 		return
 	}
 	p.ready = append(p.ready, w)
+	p.armTrim()
 	p.mu.Unlock()
 }
 
@@ -123,6 +162,9 @@ func (p *warmPool) fill() {
 func (p *warmPool) close() {
 	p.mu.Lock()
 	p.closed = true
+	if p.trim != nil {
+		p.trim.Stop()
+	}
 	p.mu.Unlock()
 	p.fills.Wait()
 	p.mu.Lock()

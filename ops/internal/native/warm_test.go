@@ -98,48 +98,89 @@ func TestPooledShimNotReusedAfterLeftovers(t *testing.T) {
 	}
 }
 
-// TestPooledShimsInParallel: parallel commands each get a shim of their
-// own, and every output is its own command's; the pool keeps as many as
-// ran in parallel (up to its bound), so the next parallel batch starts none.
-func TestPooledShimsInParallel(t *testing.T) {
-	b := open(t, pooled)
+// parallelShims runs n commands in parallel and returns the set of shims
+// they ran under; every output must be its own command's.
+func parallelShims(t *testing.T, b *native.Backend, n int) map[string]bool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	const parallel = 4 // the pool's bound
-	var rounds []map[string]bool
-	for round := range 4 {
-		var mu sync.Mutex
-		shims := map[string]bool{}
-		var wg sync.WaitGroup
-		for i := range parallel {
-			wg.Go(func() {
-				var out bytes.Buffer
-				want := strings.Repeat("x", i+1)
-				if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.1; echo $PPID " + want, Output: &out}); err != nil {
-					t.Errorf("round %d, %d: %v", round, i, err)
-					return
-				}
-				pid, got, _ := strings.Cut(strings.TrimSpace(out.String()), " ")
-				if got != want {
-					t.Errorf("round %d, %d: output %q, want %q", round, i, got, want)
-				}
-				mu.Lock()
-				shims[pid] = true
-				mu.Unlock()
-			})
-		}
-		wg.Wait()
-		if len(shims) != parallel {
-			t.Fatalf("round %d: %d shims for %d parallel commands", round, len(shims), parallel)
-		}
-		rounds = append(rounds, shims)
+	var mu sync.Mutex
+	shims := map[string]bool{}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			var out bytes.Buffer
+			want := strings.Repeat("x", i+1)
+			if err := b.Run(ctx, &ops.Cmd{Command: "sleep 0.1; echo $PPID " + want, Output: &out}); err != nil {
+				t.Errorf("%d: %v", i, err)
+				return
+			}
+			pid, got, _ := strings.Cut(strings.TrimSpace(out.String()), " ")
+			if got != want {
+				t.Errorf("%d: output %q, want %q", i, got, want)
+			}
+			mu.Lock()
+			shims[pid] = true
+			mu.Unlock()
+		})
 	}
+	wg.Wait()
+	if len(shims) != n {
+		t.Fatalf("%d shims for %d parallel commands", len(shims), n)
+	}
+	return shims
+}
+
+// TestPooledShimsInParallel: parallel commands each get a shim of their
+// own; the pool keeps as many as ran in parallel, so the next parallel
+// batch starts none.
+func TestPooledShimsInParallel(t *testing.T) {
+	b := open(t, pooled)
+	const parallel = 8
+	var rounds []map[string]bool
+	for range 4 {
+		rounds = append(rounds, parallelShims(t, b, parallel))
+	}
+	// Round 0 may have run one under the shim started ahead at New.
 	for round := 2; round < len(rounds); round++ {
 		for pid := range rounds[round] {
 			if !rounds[round-1][pid] {
 				t.Errorf("round %d ran under shim %s, not one of round %d's %v", round, pid, round-1, rounds[round-1])
 			}
 		}
+	}
+}
+
+// TestPooledShimsTrimmed: idle for the trim delay, the pool keeps four.
+func TestPooledShimsTrimmed(t *testing.T) {
+	defer native.SetTrimAfter(200 * time.Millisecond)()
+	b := open(t, pooled)
+	first := parallelShims(t, b, 8)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		kept := 0
+		for pid := range first {
+			if n, _ := strconv.Atoi(pid); alive(n) {
+				kept++
+			}
+		}
+		if kept == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 8 idle shims alive 10 s after the batch, want 4 (trimmed after 200ms)", kept)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	again := parallelShims(t, b, 8)
+	reused := 0
+	for pid := range again {
+		if first[pid] {
+			reused++
+		}
+	}
+	if reused != 4 {
+		t.Fatalf("the next batch reused %d shims, want the 4 kept", reused)
 	}
 }
 
