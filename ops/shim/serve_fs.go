@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"net/http"
 	"path"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -156,6 +157,9 @@ func requestHeader(w http.ResponseWriter, r *http.Request) (proto.FSRequest, boo
 	return req, true
 }
 
+// readBufs recycles handleRead's copy buffers (32 KiB a call otherwise).
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
 func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 	req, ok := requestHeader(w, r)
 	if !ok {
@@ -200,7 +204,9 @@ func (s *server) handleRead(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	defer f.Close()
-	buf := make([]byte, 32<<10)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
 	// The first read decides between an error reply and a stream.
 	n, rerr := f.Read(buf)
 	if rerr != nil && rerr != io.EOF {
