@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/internal/growstack"
 )
 
 // Batch is the outcome of one assistant message's tool calls.
@@ -82,6 +84,7 @@ func (l *Loop) RunBatch(ctx context.Context, msg *AssistantMessage, calls []Tool
 			cctx = context.WithValue(ctx, startedKey{}, gate)
 		}
 		wg.Go(func() {
+			growstack.Grow() // a tool call runs deep: one stack copy, not three
 			if gate != nil {
 				defer gate.open()
 			}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/growstack"
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
@@ -30,6 +31,7 @@ func abortable(ctx context.Context, fn func() (*loop.Result, error)) (*loop.Resu
 	}
 	ch := make(chan outcome, 1)
 	go func() {
+		growstack.Grow() // a tool call runs deep: one stack copy, not three
 		res, err := fn()
 		ch <- outcome{res, err}
 	}()

@@ -24,6 +24,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/growstack"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
@@ -241,6 +242,7 @@ func (s *server) mux() http.Handler {
 			s.handleEnd(w, r) // it waits for the others: not one of them
 			return
 		}
+		growstack.Grow() // every handler runs deep (JSON, confinement, HTTP/2)
 		s.active.Add(1)
 		defer s.active.Done()
 		// A request also ends when the session does.
