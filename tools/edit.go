@@ -208,8 +208,8 @@ func (t *editTool) editLoop(ctx context.Context, path, abs string, fi fs.FileInf
 		r = nil
 		if errors.Is(err, ops.ErrConflict) && attempt < maxEditAttempts {
 			// Sessions that keep colliding drift apart: a random pause
-			// that grows with the attempts.
-			if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(attempt)*int64(2*time.Millisecond)))); err != nil {
+			// that grows with the attempts (to 20 ms).
+			if err := sleepCtx(ctx, time.Duration(rand.Int64N(int64(min(attempt, 10))*int64(2*time.Millisecond)))); err != nil {
 				return nil, checkAbort(ctx)
 			}
 			if fi, err = t.fsys.Stat(ctx, abs); err != nil {
@@ -271,8 +271,12 @@ func editResult(path string, edits []editSpec, details editDetails) *loop.Result
 	return loop.TextResult(fmt.Sprintf("Successfully replaced %d block(s) in %s.", len(edits), path), details)
 }
 
-// maxEditAttempts bounds the re-edits of a file that keeps changing.
-const maxEditAttempts = 8
+// maxEditAttempts bounds the re-edits of a file that keeps changing. A
+// session that edits the file in a burst (one round trip an edit) wins
+// every race against a re-edit (a stat, a read and a replace), so the
+// bound must outlast such a burst: with the pauses between attempts (at
+// most 20 ms each) 64 attempts wait about a second in the worst case.
+const maxEditAttempts = 64
 
 // editOnce reads, edits and writes abs once; ops.ErrConflict (from
 // ReplaceFile) means the file changed since the read.

@@ -52,17 +52,22 @@ func probeAs(ctx context.Context, e *env, user, script string) (string, error) {
 }
 
 // helperScript prints "helper PID" for the `__shim serve` ancestor of each
-// live process carrying t's tag, "live PID" for each such process, and
-// "helpers N" for the number of helpers in the target. The bracket keeps the
-// probe's own command line from matching.
-func helperScript(t tagger) string {
+// live process carrying t's tag (locally: the `pi-sandbox tool` process, in
+// which the helper runs), "live PID" for each such process, and "helpers N"
+// for the number of helpers in the target. The bracket keeps the probe's
+// own command line from matching.
+func helperScript(t tagger, local bool) string {
+	ancestor := "__shim [s]erve"
+	if local {
+		ancestor = " [t]ool --backend local "
+	}
 	return fmt.Sprintf(`for f in $(grep -l -a -e '%s' /proc/[0-9]*/cmdline 2>/dev/null); do
   d=${f%%/cmdline}; p=${d#/proc/}
   st=$(cat $d/stat 2>/dev/null) || continue
   set -- ${st##*) }; [ "$1" = Z ] && continue
   echo "live $p"; echo "proc $p $(tr '\0' ' ' < $d/cmdline | cut -c1-120) ppid=$2 state=$1"
   while [ -n "$p" ] && [ "$p" -gt 1 ]; do
-    if tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q '__shim [s]erve'; then echo "helper $p"; break; fi
+    if tr '\0' ' ' < /proc/$p/cmdline 2>/dev/null | grep -q '%s'; then echo "helper $p"; break; fi
     st=$(cat /proc/$p/stat 2>/dev/null) || break; set -- ${st##*) }; p=$2
   done
 done
@@ -70,7 +75,7 @@ n=0; for f in /proc/[0-9]*/cmdline; do
   tr '\0' ' ' < $f 2>/dev/null | grep -q '^[^ ]* __shim [s]erve' || continue
   st=$(cat ${f%%/cmdline}/stat 2>/dev/null) || continue; set -- ${st##*) }; [ "$1" = Z ] && continue
   n=$((n+1)); echo "anyhelper ${f%%/cmdline}"
-done; echo "helpers $n"; echo end`, t.pattern())
+done; echo "helpers $n"; echo end`, t.pattern(), ancestor)
 }
 
 // targetView is what helperScript saw.
@@ -83,7 +88,7 @@ type targetView struct {
 }
 
 func look(ctx context.Context, e *env, t tagger) (targetView, error) {
-	out, err := probe(ctx, e, helperScript(t))
+	out, err := probe(ctx, e, helperScript(t, e.name == "local"))
 	var v targetView
 	if err != nil {
 		return v, err
@@ -442,20 +447,26 @@ func helperFaults(ctx context.Context, o *options, p *progress, e *env) []scenRe
 		r.Backend, r.Scenario = e.name, name
 		rows = append(rows, r)
 	}
-	if e.name != "local" {
-		t := newTagger()
-		p.step("%s: CLI killed (SIGKILL) mid-command ×%d", e.name, n)
-		r := trials(p, e.name+" cli kill", n, 1, func(i int) trialOut { return cliKilledTrial(ctx, o, e, t, i) })
-		r.Survivors = hostOrTargetSurvivors(ctx, e, t)
-		r.Note = "return = SIGKILL of `pi-sandbox tool bash` to its helper and tree gone (target 3 s)"
-		add(r, "helper: CLI killed with SIGKILL mid-command → the helper and the tree gone")
-	}
 	t := newTagger()
-	p.step("%s: helper killed mid-command ×%d", e.name, n)
-	r := trials(p, e.name+" helper kill", n, 1, func(i int) trialOut { return helperKilledTrial(ctx, e, t, i) })
+	p.step("%s: CLI killed (SIGKILL) mid-command ×%d", e.name, n)
+	r := trials(p, e.name+" cli kill", n, 1, func(i int) trialOut { return cliKilledTrial(ctx, o, e, t, i) })
 	r.Survivors = hostOrTargetSurvivors(ctx, e, t)
-	r.Note = "return = SIGKILL of the helper to the transport error (target 2 s)"
-	add(r, "helper killed in the target mid-command → transport error, tree gone, next call works")
+	r.Note = "return = SIGKILL of `pi-sandbox tool bash` to its helper and tree gone (target 3 s)"
+	if e.name == "local" {
+		r.Note = "return = SIGKILL of `pi-sandbox tool bash`, in which the helper runs, to the tree gone (target 3 s)"
+	}
+	add(r, "helper: CLI killed with SIGKILL mid-command → the helper and the tree gone")
+	if e.name == "local" {
+		add(scenResult{Skipped: "the helper runs in the client's own process (shim.InProcess): killing it is killing the client, the row above"},
+			"helper killed in the target mid-command → transport error, tree gone, next call works")
+	} else {
+		t := newTagger()
+		p.step("%s: helper killed mid-command ×%d", e.name, n)
+		r := trials(p, e.name+" helper kill", n, 1, func(i int) trialOut { return helperKilledTrial(ctx, e, t, i) })
+		r.Survivors = hostOrTargetSurvivors(ctx, e, t)
+		r.Note = "return = SIGKILL of the helper to the transport error (target 2 s)"
+		add(r, "helper killed in the target mid-command → transport error, tree gone, next call works")
+	}
 
 	p.step("%s: 300 concurrent calls ×2", e.name)
 	r = trials(p, e.name+" 300", 2, 1, func(int) trialOut { return concurrentTrial(ctx, e, 300) })

@@ -169,6 +169,9 @@ func slowConsumerScenario(ctx context.Context, e *env) scenResult {
 		out, err := cmd.Output()
 		ch <- res{out, err}
 	}()
+	// Locally the helper runs in the client's process: the client's peak
+	// RSS is both.
+	inClient := e.name == "local"
 	var helper int
 	var maxRSS, hwm int64
 	var got res
@@ -179,7 +182,7 @@ watch:
 			break watch
 		case <-time.After(500 * time.Millisecond):
 		}
-		if helper == 0 {
+		if helper == 0 && !inClient {
 			if v, err := look(ctx, e, t); err == nil && v.helper != 0 {
 				helper = v.helper
 			}
@@ -201,6 +204,9 @@ watch:
 	r.P50Ms, r.P99Ms = sr.ProbeP50Ms, sr.ProbeMaxMs
 	r.Note = fmt.Sprintf("%d MiB in %.1f s; client peak RSS %d MiB (%d MiB after open); helper peak RSS %d MiB (max VmRSS seen %d MiB); %d other calls alongside: p50 %.0f ms, max %.0f ms (shown as return p50 / max)",
 		sr.Bytes>>20, sr.Seconds, sr.VmHWMKiB>>10, sr.OpenKiB>>10, hwm>>10, maxRSS>>10, sr.ProbeN, sr.ProbeP50Ms, sr.ProbeMaxMs)
+	if inClient {
+		r.Note = strings.Replace(r.Note, fmt.Sprintf("helper peak RSS %d MiB (max VmRSS seen %d MiB)", hwm>>10, maxRSS>>10), "the helper in the client's process", 1)
+	}
 	var fails []string
 	if sr.Err != "" {
 		fails = append(fails, sr.Err)
@@ -208,7 +214,7 @@ watch:
 	if sr.VmHWMKiB > memBound {
 		fails = append(fails, fmt.Sprintf("client peak RSS %d MiB > 64 MiB", sr.VmHWMKiB>>10))
 	}
-	if helper == 0 {
+	if helper == 0 && !inClient {
 		fails = append(fails, "the helper serving the command was not found in the target")
 	} else if hwm > memBound {
 		fails = append(fails, fmt.Sprintf("helper peak RSS %d MiB > 64 MiB", hwm>>10))
