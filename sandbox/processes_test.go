@@ -1,12 +1,11 @@
 package sandbox_test
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 )
@@ -42,21 +41,10 @@ func TestProcesses(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(3 * time.Second)
-	for alive(pid) {
+	for testenv.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("background process %d alive 3 s after Close", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid runs (a zombie counts as dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 )
@@ -88,7 +89,7 @@ func TestBackgroundLimit(t *testing.T) {
 	third, _ := strconv.Atoi(strings.TrimSpace(runOut(t, b, "cat "+dir+"/third")))
 	waitDead(t, []int{third}, 3*time.Second)
 	for _, p := range pids(t, dir) {
-		if !alive(p) {
+		if !testenv.Alive(p) {
 			t.Errorf("background process %d of an earlier call died", p)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 )
@@ -43,17 +44,6 @@ func pids(t *testing.T, dir string) []int {
 	return out
 }
 
-// alive reports whether pid runs (a zombie counts as dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || (s[i+2] != 'Z' && s[i+2] != 'X')
-}
-
 // waitDead fails unless every pid is gone within d.
 func waitDead(t *testing.T, ps []int, d time.Duration) {
 	t.Helper()
@@ -61,7 +51,7 @@ func waitDead(t *testing.T, ps []int, d time.Duration) {
 	for {
 		var left []int
 		for _, p := range ps {
-			if alive(p) {
+			if testenv.Alive(p) {
 				left = append(left, p)
 			}
 		}
@@ -252,7 +242,7 @@ func TestEndKillsThenRemoves(t *testing.T) {
 		t.Fatalf("End = %v", err)
 	}
 	for _, p := range ps {
-		if alive(p) {
+		if testenv.Alive(p) {
 			t.Errorf("pid %d alive after End", p)
 		}
 	}

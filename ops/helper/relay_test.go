@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
@@ -104,7 +105,7 @@ func TestRelayBackgroundOutlivesClient(t *testing.T) {
 	if b.Hello().PID != pa {
 		t.Fatalf("second client reached daemon %d, the first %d", b.Hello().PID, pa)
 	}
-	if !alive(pid) {
+	if !testenv.Alive(pid) {
 		t.Fatalf("background process %d died with its client", pid)
 	}
 	ps, err := b.Processes(t.Context())
@@ -174,7 +175,7 @@ func TestRelayLostClientKillsOnlyItsCalls(t *testing.T) {
 	if err := <-otherDone; err != nil {
 		t.Errorf("the other client's call: %v", err)
 	}
-	if !alive(bg) {
+	if !testenv.Alive(bg) {
 		t.Errorf("background process %d died with another client", bg)
 	}
 }
@@ -218,7 +219,7 @@ func TestRelayLimitAcrossClients(t *testing.T) {
 	third, _ := strconv.Atoi(strings.TrimSpace(runOut(t, c, "cat "+work+"/third")))
 	waitDead(t, []int{third}, 3*time.Second)
 	for _, p := range pids(t, work) {
-		if !alive(p) {
+		if !testenv.Alive(p) {
 			t.Errorf("background process %d of an earlier client died", p)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/opstest"
@@ -160,7 +161,7 @@ func TestPooledShimsTrimmed(t *testing.T) {
 	for {
 		kept := 0
 		for pid := range first {
-			if n, _ := strconv.Atoi(pid); alive(n) {
+			if n, _ := strconv.Atoi(pid); testenv.Alive(n) {
 				kept++
 			}
 		}
@@ -202,7 +203,7 @@ func TestPooledShimStoppedByItsCommand(t *testing.T) {
 		t.Fatalf("pid file %q", data)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
+	for testenv.Alive(pid) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the command's shell (pid %d) outlived the call", pid)
 		}
@@ -211,15 +212,4 @@ func TestPooledShimStoppedByItsCommand(t *testing.T) {
 	if _, out := shimOf(t, b, "echo ok"); out != "ok\n" {
 		t.Fatalf("the next command: %q", out)
 	}
-}
-
-// alive reports whether pid runs (a zombie counts as dead).
-func alive(pid int) bool {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
