@@ -44,6 +44,11 @@ func (s *textScan) truncation() truncation {
 // complete before it asks the backend to count the rest instead.
 const countAfter = 1 << 20
 
+// scanBufs recycles scanText's read buffers: a read of a small file would
+// otherwise allocate, and clear, 64 KiB a call (a third of a local read's
+// CPU went to that and the collector).
+var scanBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
+
 // scanText streams r once. Text is decoded like Node's UTF-8 decoder.
 // Storing stops once the stored selection is certain to be cut by
 // truncateHead (more than maxBytes, or maxLines+2 pieces), so memory stays
@@ -56,11 +61,6 @@ const countAfter = 1 << 20
 // of the file, the decoded size of the rest is taken as its raw size (exact
 // for valid UTF-8) and the file is assumed to end with "\n" when the rest
 // holds one (only details.truncation.totalLines depends on it).
-// scanBufs recycles scanText's read buffers: a read of a small file would
-// otherwise allocate, and clear, 64 KiB a call (a third of a local read's
-// CPU went to that and the collector).
-var scanBufs = sync.Pool{New: func() any { b := make([]byte, 64<<10); return &b }}
-
 func scanText(ctx context.Context, r io.Reader, w readWindow, lineCount func() (int64, int64, error)) (*textScan, error) {
 	s := &textScan{}
 	var (

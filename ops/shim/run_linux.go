@@ -219,24 +219,21 @@ func runOnce(ps *procState, args []string, rio runIO) runResult {
 		attr.Sys = &syscall.SysProcAttr{Setpgid: true}
 	}
 	pid, err := syscall.ForkExec(path, argv, attr)
-	pw.Close()
 	if err != nil {
-		pr.Close()
 		// The child's chdir or its exec failed (the errno does not say
 		// which): the directory is checked now, off the path of every
 		// command that starts.
-		if *dir != "" {
-			if fi, serr := os.Stat(*dir); serr != nil {
-				diag("start: chdir %s: %s", *dir, errnoName(serr, syscall.ENOENT))
-				return runResult{code: startFailed, early: true}
-			} else if !fi.IsDir() {
-				diag("start: chdir %s: ENOTDIR", *dir)
-				return runResult{code: startFailed, early: true}
-			}
+		switch fi, serr := os.Stat(*dir); {
+		case *dir != "" && serr != nil:
+			diag("start: chdir %s: %s", *dir, errnoName(serr, syscall.ENOENT))
+		case *dir != "" && !fi.IsDir():
+			diag("start: chdir %s: ENOTDIR", *dir)
+		default:
+			diag("start: exec %s: %s", path, errnoName(err, syscall.ENOEXEC))
 		}
-		diag("start: exec %s: %s", path, errnoName(err, syscall.ENOEXEC))
-		return runResult{code: startFailed, early: true}
+		return early(startFailed)
 	}
+	pw.Close()
 
 	if rio.ownGroup {
 		diag("started %d", pid) // the group to kill if the shim cannot
@@ -346,16 +343,15 @@ loop:
 			clean = false
 		}
 	}
-	// The tree is gone and the output is drained: say how the command
-	// ended and close stdout and stderr, so a caller that reads the "done"
-	// line and the ends of both pipes has the call's outcome without
-	// waiting for this process's own exit (the Go runtime's teardown, and
-	// raise's delivery, take milliseconds on a busy host).
 	stopWatch()
 	return runResult{code: exitStatus(status), status: status, clean: clean}
 }
 
-// sayDone writes the run's last status line: how the command ended.
+// sayDone writes the run's last status line: how the command ended. The
+// caller then closes the run's stdout and stderr, so that a caller that
+// reads the "done" line and the ends of both pipes has the call's outcome
+// without waiting for this process's own exit (the Go runtime's teardown,
+// and raise's delivery, take milliseconds on a busy host).
 func sayDone(diag io.Writer, status syscall.WaitStatus) {
 	if status.Signaled() {
 		fmt.Fprintf(diag, "pi-sandbox-shim: done signal %d\n", int(status.Signal()))

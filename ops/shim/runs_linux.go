@@ -98,19 +98,17 @@ func serveRuns(ps *procState, fdArg string) int {
 			m.diag.Close()
 		}
 		r := runOnce(ps, m.args, runIO{out: m.out, diag: m.diag, pr: pr, pw: pw, closeCall: closeCall, ownGroup: true})
-		switch {
-		case r.detached:
+		if r.detached || r.early {
 			return r.code
-		case r.early:
-			return r.code
-		case r.clean:
+		}
+		if r.clean {
 			fmt.Fprintln(m.diag, "pi-sandbox-shim: reusable")
-			sayDone(m.diag, r.status)
-			closeCall()
-			continue
 		}
 		sayDone(m.diag, r.status)
 		closeCall()
+		if r.clean {
+			continue
+		}
 		if r.status.Signaled() {
 			raise(r.status.Signal())
 		}

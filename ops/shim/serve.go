@@ -87,7 +87,7 @@ func serveMain(args []string, stderr io.Writer) int {
 		}
 	}()
 	srv := newServer(nil)
-	srv.env = targetEnv(os.Environ(), "/etc/passwd", os.Getuid())
+	srv.env = helperEnv()
 	serveSession(conn, srv)
 	return 0
 }

@@ -108,7 +108,7 @@ type daemon struct {
 	ln    *net.UnixListener
 	reg   *native.Registry
 	build string
-	env   []string // the base environment of commands (targetEnv)
+	env   []string // the base environment of commands (helperEnv)
 
 	mu    sync.Mutex
 	conns map[*closingConn]bool
@@ -138,8 +138,7 @@ func listenDaemon(dir string) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	env := targetEnv(os.Environ(), "/etc/passwd", os.Getuid())
-	return &daemon{ln: ln, reg: reg, build: selfHash(exe), env: env, conns: map[*closingConn]bool{}}, nil
+	return &daemon{ln: ln, reg: reg, build: selfHash(exe), env: helperEnv(), conns: map[*closingConn]bool{}}, nil
 }
 
 // serve accepts connections of this user until the listener closes.

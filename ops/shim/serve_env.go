@@ -29,6 +29,11 @@ func targetEnv(env []string, passwd string, uid int) []string {
 	return append(env[:len(env):len(env)], "SHELL="+sh)
 }
 
+// helperEnv is targetEnv of this process's own environment and user.
+func helperEnv() []string {
+	return targetEnv(os.Environ(), "/etc/passwd", os.Getuid())
+}
+
 // passwdShell returns the login shell of uid from the passwd file at path,
 // as bash's own lookup does: /bin/sh when the entry's field is empty.
 func passwdShell(path string, uid int) (string, bool) {

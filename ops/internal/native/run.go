@@ -131,21 +131,14 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 
 		var pw *os.File
 		var err error
-		pr, pw, err = os.Pipe()
-		if err != nil {
+		if pr, pw, diag, err = outputPipes(shimPath != ""); err != nil {
 			return fmt.Errorf("local: pipe: %w", err)
 		}
-		growPipe(pw)
 		// One pipe for both: the kernel keeps the order of the writes.
 		cmd.Stdout, cmd.Stderr = pw, pw
-		if shimPath != "" {
+		if diag != nil {
 			// The shim merges the command's stderr into its stdout itself and
 			// keeps its own stderr for its status lines.
-			if diag, err = newShimDiag(); err != nil {
-				pr.Close()
-				pw.Close()
-				return fmt.Errorf("local: pipe: %w", err)
-			}
 			cmd.Stderr = diag.w
 		}
 		start = time.Now()
@@ -315,9 +308,7 @@ loop:
 	if warm == nil {
 		// The final group kill, always: without the background registry,
 		// what the command left running dies with the call.
-		for _, g := range groups {
-			killGroup(g)
-		}
+		killGroups(groups...)
 	}
 	if diag != nil && diag.startErr != nil && exited {
 		return &ops.StartError{Err: diag.startErr}
@@ -348,6 +339,23 @@ loop:
 	return exitError(waitErr)
 }
 
+// outputPipes makes a command's output pipe (enlarged) and, for a shim,
+// the pipe of its status lines.
+func outputPipes(shim bool) (pr, pw *os.File, diag *shimDiag, err error) {
+	if pr, pw, err = os.Pipe(); err != nil {
+		return nil, nil, nil, err
+	}
+	growPipe(pw)
+	if shim {
+		if diag, err = newShimDiag(); err != nil {
+			pr.Close()
+			pw.Close()
+			return nil, nil, nil, err
+		}
+	}
+	return pr, pw, diag, nil
+}
+
 // stop kills the command's tree and waits for the shell (or the shim). With
 // the shim, SIGTERM is a kill request: the shim SIGKILLs every descendant,
 // including those that left the group; the group kill follows if the shim
@@ -361,15 +369,15 @@ func stop(cmd *exec.Cmd, groups []int, waitCh <-chan error, shim bool) {
 		case <-time.After(shimStopWait):
 		}
 	}
-	for _, g := range groups {
-		killGroup(g)
-	}
+	killGroups(groups...)
 	<-waitCh
 }
 
-func killGroup(pgid int) {
-	if pgid > 0 {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH: already gone
+func killGroups(pgids ...int) {
+	for _, pgid := range pgids {
+		if pgid > 0 {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL) // ESRCH: already gone
+		}
 	}
 }
 

@@ -278,15 +278,8 @@ func (w *warmShim) start(args, env []string) (out *os.File, diag *shimDiag, err 
 	msg := spec.Bytes()
 	binary.BigEndian.PutUint32(msg, uint32(len(msg)-4))
 
-	pr, pw, err := os.Pipe()
+	pr, pw, diag, err := outputPipes(true)
 	if err != nil {
-		return nil, nil, err
-	}
-	growPipe(pw)
-	diag, err = newShimDiag()
-	if err != nil {
-		pr.Close()
-		pw.Close()
 		return nil, nil, err
 	}
 	// The header carries the two files; the rest follows as a stream.
