@@ -166,7 +166,9 @@ type ReplaceFS interface {
 	FS
 	// ReplaceFile writes data to name (atomically, as WriteFile) if name's
 	// content is still old; otherwise it fails with an error wrapping
-	// ErrConflict and changes nothing.
+	// ErrConflict and changes nothing. It waits a bounded time for the
+	// target's lock (a *LockedError then), and no longer than ctx: once
+	// it holds the lock, the write lands even when ctx ends.
 	ReplaceFile(ctx context.Context, name string, old, data []byte) error
 }
 
@@ -184,6 +186,17 @@ type WriteParentsFS interface {
 
 // ErrConflict marks a ReplaceFile whose file changed since it was read.
 var ErrConflict = errors.New("ops: file changed since it was read")
+
+// LockedError is a ReplaceFile that gave up waiting for the lock on the
+// file's directory (an exclusive flock, which any process of the target
+// can hold): nothing was changed.
+type LockedError struct {
+	Dir string
+}
+
+func (e *LockedError) Error() string {
+	return "ops: could not lock " + e.Dir + ": held by another process"
+}
 
 // Process is one process a command left running in the background, owned
 // by the sandbox until it ends or the sandbox closes.

@@ -31,6 +31,8 @@ const (
 	EXDEV        Errno = "EXDEV"
 	EINVAL       Errno = "EINVAL"
 	EIO          Errno = "EIO"
+	EMFILE       Errno = "EMFILE"
+	ENFILE       Errno = "ENFILE"
 )
 
 var descriptions = map[Errno]string{
@@ -49,6 +51,8 @@ var descriptions = map[Errno]string{
 	EXDEV:        "cross-device link not permitted",
 	EINVAL:       "invalid argument",
 	EIO:          "i/o error",
+	EMFILE:       "too many open files",
+	ENFILE:       "file table overflow",
 }
 
 // Error returns Node's description of the code ("no such file or directory").
@@ -143,6 +147,10 @@ func FromSyscall(e syscall.Errno) Errno {
 		return EINVAL
 	case syscall.EIO:
 		return EIO
+	case syscall.EMFILE:
+		return EMFILE
+	case syscall.ENFILE:
+		return ENFILE
 	}
 	return ""
 }

@@ -111,6 +111,15 @@ type Runner interface {
 // every chunk (pi's EXIT_STDIO_GRACE_MS).
 const ExitGrace = 100 * time.Millisecond
 
+// ExitOutputLimit bounds how long output that keeps arriving after the
+// shell exited (a background writer such as `yes &`, which ExitGrace alone
+// would wait for forever) keeps a call that has no timeout open (a
+// timeout bounds it, as in pi). Then the call ends with the
+// output so far and a note: under the shim the writers are handed to the
+// sandbox's background processes with their own log (pi-bg-*.log, listed
+// by ps) where the runner keeps them, else killed.
+const ExitOutputLimit = 2 * time.Second
+
 // Backend is a complete target: files, commands and a description.
 type Backend interface {
 	FS

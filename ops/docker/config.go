@@ -94,14 +94,19 @@ type Config struct {
 	// does not list is an error before anything is created.
 	Runtime string
 
-	// ShimBinary is the host path of a static linux pi-sandbox binary to
-	// upload as the shim. Zero: shim.HostBinary(). NoShim disables it: the
-	// plain wrapper runs commands and Info.Limits says what is lost.
+	// ShimBinary is the host path of the static helper binary
+	// (pi-sandbox-shim) to upload into the container. Zero:
+	// shim.HostBinary(). Without a usable one New fails with a
+	// *shim.BinaryError unless NoHelper is set.
 	ShimBinary string
-	NoShim     bool
-	// NoHelper runs every operation as its own exec (the fallback path)
-	// instead of through the long-lived helper. Zero: the helper, when the
-	// shim runs in the container.
+	// NoHelper asks for the fallback path: every operation is its own exec
+	// instead of a request to the long-lived helper, and the helper binary
+	// is not required. Commands still run under it (`__shim run`) when it
+	// is there; without it the plain wrapper runs them, a process that
+	// calls setsid itself survives a kill, and Info.Limits says so. Zero:
+	// the helper; a container that cannot run it (another architecture,
+	// no exec-capable directory) uses the fallback and Info.Limits says
+	// why.
 	NoHelper bool
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).

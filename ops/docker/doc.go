@@ -18,8 +18,12 @@
 // processes outlive the backend that started them until [Down]; the
 // sandbox's directory is /var/lib/pi-sandbox/up-UID in the up volume,
 // shared and kept by Close; the relay trusts only a daemon proving the
-// helper key of the LabelHelperKey label. On any other container a
-// backend's helper, and what it keeps running, end with Close.
+// helper key of the LabelHelperKey label. The relay runs in an exec of its
+// own (never after the probe's shell) from the execute-only shim binary,
+// and is sent the key only when it says it was never dumpable; a helper
+// that does not start there is an error, not the exec-per-operation
+// fallback. On any other container a backend's helper, and what it keeps
+// running, end with Close.
 //
 // # Commands
 //

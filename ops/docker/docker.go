@@ -32,16 +32,22 @@ type Backend struct {
 	ephemeral bool   // we created the container; Close removes it
 	up        bool   // an `up` sandbox: one long-lived helper daemon serves every client
 	helperKey string // the up sandbox's helper key (LabelHelperKey), "" without
+	startedAt string // the container's State.StartedAt when opened: a change is a restart
+	mu        sync.Mutex
+	exposed   bool   // a relay was dumpable at its start: the key was not sent
 	user      string // exec user ("" = the container's)
 	env       []string
 	info      ops.Info
 	stateDir  string // the sandbox's own directory in the container
 	runDir    string // per-call pid files
 	shimPath  string // the shim in the container, "" without
-	oomProbe  string // shellproc.Spec.Probe reading the oom_kill counter
-	oomFile   string
-	h         *helper.Client // the in-target helper; nil: the scripts serve
-	x         *execops.Ops   // the scripts: one exec per operation
+	// readableShim: root installs the shim readable (0755), not
+	// execute-only: the sandbox user could not run it (unsealShim).
+	readableShim bool
+	oomProbe     string // shellproc.Spec.Probe reading the oom_kill counter
+	oomFile      string
+	h            *helper.Client // the in-target helper; nil: the scripts serve
+	x            *execops.Ops   // the scripts: one exec per operation
 	dispatcher
 	sf *shimFile // the host's shim binary, for a re-upload
 
@@ -60,11 +66,16 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	cfg.Labels = cloneMap(cfg.Labels)
 	cfg.Mounts = append([]Mount(nil), cfg.Mounts...)
 	cfg.Env = append([]string(nil), cfg.Env...)
+	// The helper binary is looked for before anything is created.
+	sf, err := readShim(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	cli, closeCli, err := cfg.client()
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{cli: cli, closeCli: closeCli}
+	b := &Backend{cli: cli, closeCli: closeCli, sf: sf}
 	b.initOps()
 	if _, err := Ping(ctx, cli); err != nil {
 		closeCli()
@@ -78,6 +89,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, err
 		}
 		b.id, b.ephemeral, b.user = id, true, cfg.User
+		if res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
+			b.startedAt = res.Container.State.StartedAt
+		}
 	} else {
 		res, err := cli.ContainerInspect(ctx, cfg.Container, client.ContainerInspectOptions{})
 		if err != nil {
@@ -91,7 +105,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			closeCli()
 			return nil, fmt.Errorf("docker: container %q is not running", cfg.Container)
 		}
-		b.id, b.user = res.Container.ID, cfg.User
+		b.id, b.user, b.startedAt = res.Container.ID, cfg.User, res.Container.State.StartedAt
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
 		}
@@ -167,12 +181,14 @@ if [ -n "$6" ]; then
   done
 fi
 # A shim uploaded by root: in a root-owned directory of /tmp (sticky), so
-# the sandbox user can neither replace nor move it.
+# the sandbox user can neither replace nor move it, and execute-only.
 if [ -n "$4" ]; then
   for d in /tmp/pi-sandbox-bin.*; do
     sp=$d/$4
-    [ "$(stat -c %u:%a "$d" "$sp" 2>/dev/null)" = "0:755
-0:755" ] || continue
+    # (or readable, where the runtime cannot run an execute-only binary).
+    case $(stat -c %u:%a "$d" "$sp" 2>/dev/null) in "0:755
+0:711"|"0:755
+0:755") ;; *) continue ;; esac
     # A helper about to start from it needs no check first: one that will
     # not serve is uploaded again (the client's Restore).
     if [ -n "$7" ] || "$sp" __shim version >/dev/null 2>&1; then echo "shim=$sp"; shim=$sp; break; fi
@@ -201,7 +217,7 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if b.up {
 		mode = "up"
 	}
-	sf := readShim(cfg)
+	sf := b.sf
 	// The spill directory of an existing container is keyed by the
 	// working directory (an up sandbox's under its up directory, until
 	// down); an ephemeral container's is its own.
@@ -210,9 +226,11 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		key = spillkey.Key("docker:"+b.id, cfg.WorkDir)
 	}
 	// Where the helper will serve a sandbox of its own, the probe's exec
-	// becomes it (one exec for the session's start instead of two).
+	// becomes it (one exec for the session's start instead of two). Not a
+	// keyed relay: the probe's shell held the exec's stdin first, open to
+	// every process of the user, and the key would travel through it.
 	serve := ""
-	if !cfg.NoHelper && sf.err == nil && sf.name != "" {
+	if !cfg.NoHelper && sf.err == nil && sf.name != "" && !(b.up && b.helperKey != "") {
 		serve = strings.Join(b.helperArgs("@dir"), " ")
 	}
 	args := []string{cfg.WorkDir, stateBase, suffix, sf.name, mode, key, serve}
@@ -228,10 +246,6 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 			return fmt.Errorf("docker: probe: %w", err)
 		}
 		out = o
-		if s != nil && b.up && b.helperKey != "" && helper.WriteRelayKey(s.p.hj.Conn, b.helperKey) != nil {
-			s.Close()
-			s = nil
-		}
 		if s != nil {
 			open = s
 			defer func() {
@@ -310,12 +324,11 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "no cgroup oom_kill counter: an out-of-memory kill is reported as a plain signal death")
 	}
 	b.info = info
-	b.sf = sf
 	b.x.SetTarget(execops.Target{WorkDir: info.WorkDir, Shell: info.Shell, Env: b.env, RunDir: b.runDir, Shim: func() string { return b.shimPath }, OOMProbe: b.oomProbe})
 	b.setupShim(ctx, sf, kv["shim"])
-	b.startHelper(ctx, cfg, open)
+	err := b.startHelper(ctx, cfg, open)
 	open = nil
-	return nil
+	return err
 }
 
 // Info describes the container.

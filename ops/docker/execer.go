@@ -158,10 +158,14 @@ const killRetryFor = 10 * time.Minute
 
 // retryKill retries a kill once the container is running and not paused;
 // it gives up when the container is gone or stopped (its processes are dead
-// then) or after killRetryFor.
+// then) or after killRetryFor. The pause between tries doubles from 250 ms
+// to 10 s: a kill that failed because the engine was slow must not add an
+// inspect and an exec every 250 ms to what slows it (each killed call of a
+// loaded engine left such a loop, and together they stalled it).
 func (b *Backend) retryKill(try func() bool) {
-	for deadline := time.Now().Add(killRetryFor); time.Now().Before(deadline); {
-		time.Sleep(250 * time.Millisecond)
+	delay := 250 * time.Millisecond
+	for deadline := time.Now().Add(killRetryFor); time.Now().Before(deadline); delay = min(2*delay, 10*time.Second) {
+		time.Sleep(delay)
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		res, err := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
 		cancel()

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -36,29 +38,40 @@ var (
 const pausedPoll = 200 * time.Millisecond
 
 // startHelper starts the helper; on failure the scripts serve and
-// Info.Limits says why.
+// Info.Limits says why — except in an `up` sandbox, whose daemon owns
+// what earlier calls left running: there a helper that does not start is
+// an error (the scripts could not see or keep those processes).
 //
 // open is the probe's exec gone on as the helper, or nil; the probe makes
 // one only where the helper is to start, and helper.New takes it.
-func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWriteCloser) {
+func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWriteCloser) error {
 	switch {
 	case cfg.NoHelper:
 		b.info.Limits = append(b.info.Limits, "no helper (disabled): each operation costs one exec")
-		return
+		return nil
 	case b.shimPath == "":
 		b.info.Limits = append(b.info.Limits, "no helper (no shim in the container): each operation costs one exec")
-		return
+		return nil
 	}
-	h, err := helper.New(ctx, helper.Config{
+	hc := helper.Config{
 		Name:    "docker",
 		Dial:    b.dialHelper,
 		Open:    open,
 		Restore: b.restoreHelper,
+		Explain: b.explainLost,
 		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground, OOMCounter: true},
-	})
+	}
+	h, err := helper.New(ctx, hc)
+	if err != nil && b.unsealShim(ctx) {
+		hc.Open = nil
+		h, err = helper.New(ctx, hc)
+	}
 	if err != nil {
+		if b.up {
+			return fmt.Errorf("docker: the sandbox's helper daemon cannot be reached (`pi-sandbox down` ends the sandbox and what runs in it): %w", err)
+		}
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each operation costs one exec")
-		return
+		return nil
 	}
 	b.h = h
 	hi := h.Info()
@@ -67,7 +80,18 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 			b.info.Capabilities = append(b.info.Capabilities, c)
 		}
 	}
+	b.mu.Lock()
+	exposed := b.exposed
+	b.mu.Unlock()
+	if exposed {
+		b.info.Limits = append(b.info.Limits, exposedLimit)
+	}
+	return nil
 }
+
+// exposedLimit is the Info.Limits entry of an up sandbox whose relay could
+// not be sealed (it was dumpable at its exec).
+const exposedLimit = "the helper daemon is not authenticated: the relay was dumpable at its start (the shim binary is readable by the sandbox user, or the runtime ignores that), so the sandbox's key is not sent and a process of the sandbox user could take the daemon's place"
 
 // helperArgv is the helper's command line: in an `up` sandbox the relay to
 // its long-lived daemon (which owns background processes until down; a
@@ -102,16 +126,20 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 		return nil, err
 	}
 	go endPipe(p, pw, st, "helper exited")
+	s := &execStream{p: p, r: pr, pr: pr}
 	if b.up && b.helperKey != "" {
-		// The relay accepts only a daemon proving the sandbox's key
-		// (from our label: nothing in the container can read it).
-		if err := helper.WriteRelayKey(p.hj.Conn, b.helperKey); err != nil {
-			p.closeStream()
-			pw.Close()
-			return nil, err
+		// The relay accepts only a daemon proving the sandbox's key (from
+		// our label: nothing in the container can read it), which it gets
+		// only when no process of the sandbox user could ever read it.
+		sealed, err := helper.RelayHello(ctx, s, b.helperKey)
+		if err != nil {
+			return nil, fmt.Errorf("docker: %w", err)
 		}
+		b.mu.Lock()
+		b.exposed = b.exposed || !sealed
+		b.mu.Unlock()
 	}
-	return &execStream{p: p, r: pr, pr: pr}, nil
+	return s, nil
 }
 
 // endPipe ends pw when the exec's output has ended, with what the exec
@@ -274,6 +302,60 @@ func (b *Backend) pausedErr(err error) error {
 	res, ierr := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
 	if ierr == nil && res.Container.State != nil && res.Container.State.Paused {
 		return fmt.Errorf("docker: container %.12s is paused: %w", b.id, err)
+	}
+	return err
+}
+
+// How long explainLost watches the container: the engine records a killed
+// container's exit a little after the exec streams break, and a restart
+// starts it again a little after that.
+const (
+	lostExitWait    = time.Second
+	lostRestartWait = 2 * time.Second
+)
+
+// explainLost says what happened to the container when a call lost the
+// helper's stream: it stopped (with its exit code) or was restarted. err
+// stays wrapped (ops.ErrTransport). A helper over one of its bounds is the
+// helper's doing, not the container's.
+func (b *Backend) explainLost(err error) error {
+	var le *helper.LimitError
+	if errors.As(err, &le) {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), lostExitWait+lostRestartWait+2*time.Second)
+	defer cancel()
+	exitBy := time.Now().Add(lostExitWait)
+	var stopped *container.State
+	for delay := 20 * time.Millisecond; ; delay = min(2*delay, 200*time.Millisecond) {
+		res, ierr := b.cli.ContainerInspect(ctx, b.id, client.ContainerInspectOptions{})
+		if ierr != nil {
+			if cerrdefs.IsNotFound(ierr) {
+				return fmt.Errorf("docker: container %.12s was removed: %w", b.id, err)
+			}
+			break
+		}
+		s := res.Container.State
+		if s == nil {
+			break
+		}
+		if s.Running && b.startedAt != "" && s.StartedAt != b.startedAt {
+			return fmt.Errorf("docker: container %.12s was restarted: %w", b.id, err)
+		}
+		if !s.Running && stopped == nil {
+			stopped = s
+			exitBy = time.Now().Add(lostRestartWait) // it may come back: a restart
+		}
+		if time.Now().After(exitBy) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(delay):
+		}
+	}
+	if stopped != nil {
+		return fmt.Errorf("docker: container %.12s stopped (exited with %d): %w", b.id, stopped.ExitCode, err)
 	}
 	return err
 }

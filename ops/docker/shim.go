@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -22,15 +23,21 @@ type shimFile struct {
 	err  error  // why there is no shim
 }
 
-func readShim(cfg *Config) *shimFile {
-	if cfg.NoShim {
-		return &shimFile{err: fmt.Errorf("disabled")}
+// readShim finds and hashes the host's helper binary. Without a usable one
+// it fails, unless NoHelper lets the plain wrapper run commands.
+func readShim(cfg *Config) (*shimFile, error) {
+	p, err := shim.HostBinaryAt(cfg.ShimBinary)
+	var u *shim.Upload
+	if err == nil {
+		u, err = shim.ReadUpload(p)
 	}
-	u, err := shim.ReadUpload(cfg.ShimBinary)
-	if err != nil {
-		return &shimFile{err: err}
+	switch {
+	case err == nil:
+		return &shimFile{host: u.Path, up: u, name: u.Name()}, nil
+	case cfg.NoHelper:
+		return &shimFile{err: errors.New(shim.LimitReason(err))}, nil
 	}
-	return &shimFile{host: u.Path, up: u, name: u.Name()}
+	return nil, fmt.Errorf("docker: %w", err)
 }
 
 // setupShim records the shim the probe found (found is its path, "" when
@@ -54,7 +61,9 @@ func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
 // uploadShim writes the binary through exec stdin and checks it runs
 // there. It uploads as root into a fresh root-owned directory of /tmp
 // (sticky, exec-enabled in our profile), so the sandbox user cannot replace
-// the binary that later calls trust; where that fails (no root exec, a
+// the binary that later calls trust, and execute-only (0711), so every
+// process exec'd from it by the sandbox user is non-dumpable from its
+// start (an up sandbox's relay and daemon hold its key); where that fails (no root exec, a
 // noexec /tmp), it uploads as the sandbox user next to the sandbox
 // directories and Info.Limits says the binary is the user's to change.
 func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) {
@@ -62,7 +71,11 @@ func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) 
 		return "", fmt.Errorf("%s: %w", sf.host, err)
 	}
 	q := shellproc.Quote(sf.name)
-	root := "d=$(mktemp -d /tmp/pi-sandbox-bin.XXXXXXXX) && chmod 755 \"$d\" && t=\"$d/" + sf.name + ".tmp\" && cat > \"$t\" && chmod 755 \"$t\" && mv -f \"$t\" \"$d\"/" + q + " && \"$d\"/" + q + " __shim version 2>&1 && echo \"path=$d/" + sf.name + "\" || { s=$?; [ -n \"$d\" ] && rm -rf \"$d\"; return $s; }"
+	mode := "711"
+	if b.readableShim {
+		mode = "755"
+	}
+	root := "d=$(mktemp -d /tmp/pi-sandbox-bin.XXXXXXXX) && chmod 755 \"$d\" && t=\"$d/" + sf.name + ".tmp\" && cat > \"$t\" && chmod " + mode + " \"$t\" && mv -f \"$t\" \"$d\"/" + q + " && \"$d\"/" + q + " __shim version 2>&1 && echo \"path=$d/" + sf.name + "\" || { s=$?; [ -n \"$d\" ] && rm -rf \"$d\"; return $s; }"
 	res, err := b.uploadWith(ctx, true, root, sf)
 	if err != nil {
 		return "", err
@@ -86,6 +99,33 @@ func (b *Backend) uploadShim(ctx context.Context, sf *shimFile) (string, error) 
 	b.info.Limits = append(b.info.Limits, "the shim "+target+" belongs to the sandbox user, who can replace it (root could not upload it: "+rootErr+")")
 	return target, nil
 }
+
+// unsealShim makes a root-installed execute-only shim readable when the
+// sandbox user cannot run it: gVisor's loader reads an executable with the
+// caller's rights, so an execute-only file fails with EACCES there (and its
+// execs are dumpable whatever the mode, so the mode protected nothing). It
+// reports whether it changed the mode; later uploads are readable too.
+func (b *Backend) unsealShim(ctx context.Context) bool {
+	if b.shimPath == "" || !strings.HasPrefix(b.shimPath, "/tmp/pi-sandbox-bin.") {
+		return false
+	}
+	q := shellproc.Quote(b.shimPath)
+	res, err := b.script(ctx, q+" __shim version >/dev/null 2>&1", nil)
+	if err != nil || res.code != 126 {
+		return false
+	}
+	res, err = b.scriptAs(ctx, true, "chmod 755 "+q, nil)
+	if err != nil || res.code != 0 {
+		return false
+	}
+	b.readableShim = true
+	b.info.Limits = append(b.info.Limits, readableShimLimit)
+	return true
+}
+
+// readableShimLimit is the Info.Limits entry of a sandbox whose runtime
+// cannot run an execute-only binary.
+const readableShimLimit = "the shim binary is readable by the sandbox user: the runtime (gVisor) cannot run an execute-only binary as that user"
 
 // uploadWith runs an upload script with the binary on its stdin.
 func (b *Backend) uploadWith(ctx context.Context, root bool, script string, sf *shimFile) (*scriptResult, error) {

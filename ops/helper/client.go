@@ -22,6 +22,10 @@ import (
 // for a place (below the helper's stream limit, so none fails).
 const DefaultMaxInFlight = 64
 
+// minPingTimeout is the least time a keepalive ping may go unanswered
+// before the stream counts as lost.
+const minPingTimeout = 10 * time.Second
+
 // Config configures a client.
 type Config struct {
 	// Name is the backend's name: the prefix of errors and Info.Backend.
@@ -57,6 +61,15 @@ type Config struct {
 	// transports that never tell the helper its client is gone
 	// (pods/exec). Zero: no pings (a paused container keeps its session).
 	Keepalive time.Duration
+	// StartTimeout bounds a session's start after Dial: the stream setup
+	// and the hello (zero: DefaultStartTimeout). A helper that has not
+	// answered by then is dropped and the start fails.
+	StartTimeout time.Duration
+	// Explain, when set, is given each error of a call that lost the
+	// helper's stream or reply (one wrapping ops.ErrTransport) and returns
+	// it with what the backend knows of the target (a container that
+	// stopped or restarted); what it returns must wrap the error it got.
+	Explain func(error) error
 }
 
 // ErrMismatch marks a helper of another build or protocol version.
@@ -100,6 +113,7 @@ type conn struct {
 // session is one helper process and the HTTP/2 connection to it.
 type session struct {
 	rwc   io.ReadWriteCloser
+	nc    *streamConn
 	cc    *http.ClientConn
 	hello proto.HelloReply
 	dead  chan struct{}
@@ -230,8 +244,19 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 	}
 	s := &session{rwc: rwc, dead: make(chan struct{}), sets: map[*rootSet]int{}}
 	nc := &streamConn{rwc: rwc, onClose: func(err error) { s.kill(err) }}
+	s.nc = nc
+	// The start has its deadline: a helper that never answers, or answers
+	// slowly without end, is dropped.
+	ctx, cancel := context.WithTimeoutCause(ctx, c.startTimeout(), c.noHelloError())
+	defer cancel()
+	stopStart := context.AfterFunc(ctx, func() { s.kill(context.Cause(ctx)) })
+	defer stopStart()
 	t := &http.Transport{
 		Protocols: proto.Protocols(),
+		// The header list of a reply (the HTTP/2 client's
+		// SETTINGS_MAX_HEADER_LIST_SIZE); frameWatch bounds the encoded
+		// block.
+		MaxResponseHeaderBytes: MaxHeaderBytes,
 		DialContext: func(context.Context, string, string) (net.Conn, error) {
 			return nc, nil
 		},
@@ -240,12 +265,15 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 			MaxReceiveBufferPerConnection: 16 << 20,
 			// Large DATA frames: a command's output frames (up to 256 KiB)
 			// cross whole, in one write of the helper.
-			MaxReadFrameSize: 1 << 20,
+			MaxReadFrameSize: maxFrameSize,
 		},
 	}
 	if k := c.cfg.Keepalive; k > 0 {
 		t.HTTP2.SendPingTimeout = k
-		t.HTTP2.PingTimeout = 3 * k
+		// A ping unanswered for three periods, and at least
+		// minPingTimeout, ends the stream: a loaded target (a helper
+		// still starting) answers late, a dead stream never.
+		t.HTTP2.PingTimeout = max(3*k, minPingTimeout)
 	}
 	cc, err := t.NewClientConn(ctx, "http", "helper:80")
 	if err != nil {
@@ -267,6 +295,12 @@ func (c *conn) dialOnce(ctx context.Context) (*session, error) {
 	var reply proto.HelloReply
 	if err := s.callJSON(ctx, c, proto.PathHello, c.cfg.Hello, &reply); err != nil {
 		s.kill(err)
+		if limitErr(err) != nil {
+			return nil, err
+		}
+		if cause := context.Cause(ctx); ctx.Err() != nil && errors.Is(cause, ops.ErrTransport) {
+			return nil, cause // the start's deadline
+		}
 		if errors.Is(err, ops.ErrTransport) {
 			return nil, c.errorf("helper did not answer: %w", err)
 		}
@@ -379,7 +413,7 @@ func (s *session) roundTrip(ctx context.Context, c *conn, path string, header st
 	}
 	resp, err := s.cc.RoundTrip(req)
 	if err != nil {
-		if ctx.Err() != nil {
+		if ctx.Err() != nil && limitErr(s.nc.watch.failed()) == nil {
 			return nil, context.Cause(ctx)
 		}
 		return nil, s.lost(c, err)
@@ -387,23 +421,56 @@ func (s *session) roundTrip(ctx context.Context, c *conn, path string, header st
 	return resp, nil
 }
 
-// lost reports a failure of the stream, ending the session.
+// lost reports a failure of the stream or of a reply, ending the session
+// when the stream is broken or the helper broke a bound.
 func (s *session) lost(c *conn, err error) error {
+	if le := s.overBound(err); le != nil {
+		s.kill(le)
+		return c.explain(c.errorf("helper: %w", le))
+	}
 	if cerr := s.cc.Err(); cerr != nil || !s.alive() {
 		s.kill(err)
-		return c.errorf("helper stream lost: %w: %w", ops.ErrTransport, err)
+		return c.explain(c.errorf("helper stream lost: %w: %w", ops.ErrTransport, err))
 	}
 	// The connection is fine: a per-stream failure.
-	return c.errorf("helper: %w: %w", ops.ErrTransport, err)
+	return c.explain(c.errorf("helper: %w: %w", ops.ErrTransport, err))
 }
 
-// replyError decodes an error reply.
+// overBound returns the bound the helper broke, on this reply (err) or on
+// the stream, or nil.
+func (s *session) overBound(err error) *LimitError {
+	if le := limitErr(err); le != nil {
+		return le
+	}
+	if s.nc == nil {
+		return nil
+	}
+	if le := s.nc.watch.failed(); le != nil {
+		return le
+	}
+	// The HTTP/2 client ends the connection on a header block over its
+	// MaxResponseHeaderBytes before frameWatch sees all of it.
+	if err != nil && s.nc.watch.inHeaders() && s.cc != nil && s.cc.Err() != nil {
+		return &LimitError{What: "reply header block", Limit: "64 KiB", Malformed: true}
+	}
+	return nil
+}
+
+// explain passes a transport failure through Config.Explain.
+func (c *conn) explain(err error) error {
+	if c.cfg.Explain == nil || !errors.Is(err, ops.ErrTransport) {
+		return err
+	}
+	return c.cfg.Explain(err)
+}
+
+// replyError decodes an error reply (its text cut to proto.MaxErrorText).
 func replyError(resp *http.Response, roots []ops.Root) error {
 	defer resp.Body.Close()
 	var e proto.Error
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, _ := io.ReadAll(io.LimitReader(resp.Body, MaxReply))
 	if err := json.Unmarshal(data, &e); err != nil {
-		return fmt.Errorf("helper: status %d: %s", resp.StatusCode, strings.TrimSpace(string(data)))
+		return fmt.Errorf("helper: status %d: %s", resp.StatusCode, clipText(strings.TrimSpace(string(data))))
 	}
 	return e.Err(roots)
 }
@@ -425,8 +492,8 @@ func (s *session) callJSON(ctx context.Context, c *conn, path string, in, out an
 	if out == nil {
 		return nil
 	}
-	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-		if ctx.Err() != nil {
+	if err := decodeReply(resp.Body, replyName(path), out); err != nil {
+		if ctx.Err() != nil && s.overBound(err) == nil {
 			return context.Cause(ctx)
 		}
 		return s.lost(c, err)
@@ -434,15 +501,20 @@ func (s *session) callJSON(ctx context.Context, c *conn, path string, in, out an
 	return nil
 }
 
-// streamConn is a net.Conn over the helper's stdio.
+// streamConn is a net.Conn over the helper's stdio. It follows the frames
+// read: one over its bound fails the read.
 type streamConn struct {
 	rwc     io.ReadWriteCloser
 	onClose func(error)
 	once    sync.Once
+	watch   frameWatch
 }
 
 func (c *streamConn) Read(p []byte) (int, error) {
 	n, err := c.rwc.Read(p)
+	if le := c.watch.see(p[:n]); le != nil {
+		n, err = 0, le
+	}
 	if err != nil {
 		c.once.Do(func() { go c.onClose(fmt.Errorf("read: %w", err)) })
 	}

@@ -17,6 +17,13 @@
 // ops.ErrTransport; the next call dials a new helper and registers the
 // confinement root sets again.
 //
+// The target is not trusted, and neither is the helper: every reply is
+// bounded (a JSON reply by MaxReply, a header block by MaxHeaderBytes, an
+// HTTP/2 or run frame by 1 MiB, an error text by proto.MaxErrorText) and a
+// session's start (the stream setup and the hello) by Config.StartTimeout.
+// A reply over its bound ends the session with a *LimitError that names
+// the bound.
+//
 // Confine returns a view confined in the target itself: the helper resolves
 // each path component by component beneath the roots and uses it in the same
 // step, so a symbolic link swapped between a check and the use cannot lead

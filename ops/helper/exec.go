@@ -3,13 +3,14 @@ package helper
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // ExecDial returns a Dial that starts `exe __shim serve` as a child process
@@ -24,7 +25,7 @@ func ExecDial(exe string, env []string) func(ctx context.Context) (io.ReadWriteC
 // long-lived helper daemon listening in DIR (started by the first relay),
 // which keeps background processes when the stream ends; closing the stream
 // kills only this client's calls in flight. A non-empty key is the
-// sandbox's helper key (RelayArgs).
+// sandbox's helper key (RelayArgs, RelayHello).
 func RelayDial(exe string, env []string, dir, key string) func(ctx context.Context) (io.ReadWriteCloser, error) {
 	dial := execDial(exe, env, RelayArgs(dir, key)...)
 	if key == "" {
@@ -35,7 +36,7 @@ func RelayDial(exe string, env []string, dir, key string) func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		if err := WriteRelayKey(s, key); err != nil {
+		if _, err := RelayHello(ctx, s, key); err != nil {
 			s.Close()
 			return nil, err
 		}
@@ -46,8 +47,10 @@ func RelayDial(exe string, env []string, dir, key string) func(ctx context.Conte
 // RelayArgs returns the arguments after the shim's path that start the
 // relay to the helper daemon in dir; with a key (the sandbox's helper key,
 // kept where the sandbox's commands cannot read it, e.g. a container
-// label), the stream must start with WriteRelayKey and the relay accepts
-// only a daemon that proves the key (one that cannot is replaced).
+// label), the stream must start with RelayHello, and the relay accepts
+// only a daemon that proves the key (one that cannot is replaced). The
+// relay must be the exec's own process, never started by a shell that held
+// the exec's stdin first: that shell's descriptors were open to the user.
 func RelayArgs(dir, key string) []string {
 	if key == "" {
 		return []string{"__shim", "relay", dir}
@@ -55,13 +58,73 @@ func RelayArgs(dir, key string) []string {
 	return []string{"__shim", "relay", "--key-stdin", dir}
 }
 
-// WriteRelayKey writes the key line a relay started with a key reads first.
-func WriteRelayKey(w io.Writer, key string) error {
-	if _, err := io.WriteString(w, key+"\n"); err != nil {
-		return fmt.Errorf("helper: relay key: %w", err)
+// relayHelloWait bounds the wait for a keyed relay's first line.
+const relayHelloWait = 10 * time.Second
+
+// RelayHello does the key handshake on a fresh stream to a relay started
+// with a key: it reads the relay's first line (at most 512 bytes, so a runtime's error in its place
+// is shown whole, within
+// relayHelloWait and ctx) and answers with the key when the relay says it
+// is sealed — never dumpable since its exec, so no other process of the
+// sandbox user could ever open its descriptors — else with "-": an exposed
+// relay gets no key, and the daemon it reaches is not authenticated
+// (sealed is false). A stream that fails the handshake is closed.
+func RelayHello(ctx context.Context, rw io.ReadWriteCloser, key string) (sealed bool, err error) {
+	type result struct {
+		line string
+		err  error
 	}
-	return nil
+	got := make(chan result, 1)
+	go func() {
+		var line []byte
+		var b [1]byte
+		for len(line) < 512 {
+			if _, err := rw.Read(b[:]); err != nil {
+				got <- result{string(line), err}
+				return
+			}
+			if b[0] == '\n' {
+				got <- result{string(line), nil}
+				return
+			}
+			line = append(line, b[0])
+		}
+		got <- result{string(line) + "…", errors.New("not the relay's hello (line too long)")}
+	}()
+	t := time.NewTimer(relayHelloWait)
+	defer t.Stop()
+	var r result
+	select {
+	case r = <-got:
+	case <-ctx.Done():
+		rw.Close()
+		return false, fmt.Errorf("helper: relay handshake: %w", context.Cause(ctx))
+	case <-t.C:
+		rw.Close()
+		return false, fmt.Errorf("helper: the relay said nothing within %s", relayHelloWait)
+	}
+	if r.err != nil {
+		rw.Close()
+		return false, fmt.Errorf("helper: relay handshake (after %q): %w", r.line, r.err)
+	}
+	answer := "-"
+	switch r.line {
+	case relayMagic + " sealed":
+		sealed, answer = true, key
+	case relayMagic + " exposed":
+	default:
+		rw.Close()
+		return false, fmt.Errorf("helper: the relay's first line is %q, want %q", r.line, relayMagic+" sealed")
+	}
+	if _, err := io.WriteString(rw, answer+"\n"); err != nil {
+		rw.Close()
+		return false, fmt.Errorf("helper: relay key: %w", err)
+	}
+	return sealed, nil
 }
+
+// relayMagic starts a keyed relay's first line (ops/shim's relay).
+const relayMagic = "pi-sandbox-relay"
 
 func execDial(exe string, env []string, args ...string) func(ctx context.Context) (io.ReadWriteCloser, error) {
 	return func(ctx context.Context) (io.ReadWriteCloser, error) {
@@ -138,22 +201,38 @@ const (
 	ProbeDoneMarker = "pi-sandbox-probe-done"
 )
 
+// MaxProbeOutput bounds what a probe script prints before the line that
+// ends its output (a few lines of facts about the target).
+const MaxProbeOutput = 64 << 10
+
+// ErrProbeOutput is ReadProbe's error for an output past MaxProbeOutput.
+var ErrProbeOutput = errors.New("helper: the probe's output exceeds 64 KiB")
+
 // ReadProbe reads a probe script's output lines from r up to the line that
 // ends them: ServeMarker (serving is true: what r holds next is the
-// helper's stream) or ProbeDoneMarker. Output that ends before either is
-// an error.
+// helper's stream) or ProbeDoneMarker. Output that ends before either, or
+// runs past MaxProbeOutput, is an error.
 func ReadProbe(r *bufio.Reader) (out []byte, serving bool, err error) {
+	var line []byte
 	for {
-		line, err := r.ReadString('\n')
+		frag, err := r.ReadSlice('\n')
+		line = append(line, frag...)
+		if len(out)+len(line) > MaxProbeOutput {
+			return nil, false, ErrProbeOutput
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
 		if err != nil {
 			return nil, false, err
 		}
-		switch strings.TrimSuffix(line, "\n") {
+		switch string(line[:len(line)-1]) {
 		case ServeMarker:
 			return out, true, nil
 		case ProbeDoneMarker:
 			return out, false, nil
 		}
 		out = append(out, line...)
+		line = line[:0]
 	}
 }

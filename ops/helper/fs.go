@@ -148,18 +148,33 @@ func (cl *Client) fsCall(ctx context.Context, req *proto.FSRequest) (*proto.FSRe
 	}
 	defer release()
 	var reply proto.FSReply
-	if err := json.NewDecoder(resp.Body).Decode(&reply); err != nil {
+	if err := decodeReply(resp.Body, "fs reply", &reply); err != nil {
 		return nil, cl.bodyErr(ctx, err)
 	}
 	return &reply, nil
 }
 
-// bodyErr reports a reply body that broke off.
+// bodyErr reports a reply body that broke off. A reply over its bound ends
+// the session.
 func (cl *Client) bodyErr(ctx context.Context, err error) error {
+	c := cl.c
+	c.mu.Lock()
+	s := c.sess
+	c.mu.Unlock()
+	le := limitErr(err)
+	if le == nil && s != nil {
+		le = s.overBound(nil)
+	}
+	if le != nil {
+		if s != nil {
+			s.kill(le)
+		}
+		return c.explain(c.errorf("helper: %w", le))
+	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}
-	return cl.c.errorf("helper reply: %w: %w", ops.ErrTransport, err)
+	return c.explain(c.errorf("helper reply: %w: %w", ops.ErrTransport, err))
 }
 
 func (cl *Client) Stat(ctx context.Context, name string) (fs.FileInfo, error) {
@@ -367,7 +382,7 @@ func (w *writer) Close() error {
 		w.pw.Close()
 		defer w.release()
 		var st proto.WriteStatus
-		if err := json.NewDecoder(w.resp.Body).Decode(&st); err != nil {
+		if err := decodeReply(w.resp.Body, "write status", &st); err != nil {
 			w.err = w.cl.bodyErr(w.ctx, err)
 			return
 		}

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv("PI_SANDBOX_TEST_IMPOSTOR"); dir != "" {
 		impostor(dir)
 	}
+	if name := os.Getenv("PI_SANDBOX_TEST_PEEK"); name != "" {
+		peek(name)
+	}
 	os.Exit(m.Run())
 }
 

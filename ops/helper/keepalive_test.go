@@ -26,14 +26,15 @@ func (s leaseStream) Close() error { return s.WriteCloser.Close() }
 
 // TestKeepaliveHoldsLease: with Keepalive, a helper started with a lease
 // much shorter than a silent command stays up (the client's pings count);
-// without the pings it exits on its own.
+// without the pings it exits on its own. The lease is 20 ping periods, so
+// a loaded machine that delays a few pings does not end it.
 func TestKeepaliveHoldsLease(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	dial := func(ctx context.Context) (io.ReadWriteCloser, error) {
-		cmd := exec.Command(exe, "__shim", "serve", "--lease", "400ms")
+		cmd := exec.Command(exe, "__shim", "serve", "--lease", "2s")
 		cmd.Stderr = os.Stderr
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		in, err := cmd.StdinPipe()
@@ -63,12 +64,12 @@ func TestKeepaliveHoldsLease(t *testing.T) {
 			t.Fatal(err)
 		}
 		var out bytes.Buffer
-		err = b.Run(t.Context(), &ops.Cmd{Command: "sleep 1.5; echo done", Output: &out})
+		err = b.Run(t.Context(), &ops.Cmd{Command: "sleep 3; echo done", Output: &out})
 		switch {
 		case keepalive > 0 && (err != nil || out.String() != "done\n"):
 			t.Errorf("with keepalive: Run = %v, output %q; want done", err, out.String())
 		case keepalive == 0 && err == nil:
-			t.Errorf("without keepalive: Run succeeded past the helper's 400ms lease")
+			t.Errorf("without keepalive: Run succeeded past the helper's 2s lease")
 		}
 		b.Close()
 	}

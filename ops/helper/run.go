@@ -128,6 +128,9 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string, sp *ops.
 		var sinkErr error
 		for {
 			kind, p, err := proto.ReadFrame(resp.Body, buf)
+			if fe := (*proto.FrameSizeError)(nil); errors.As(err, &fe) {
+				err = &LimitError{What: fmt.Sprintf("run frame (%d bytes)", fe.Size), Limit: "1 MiB"}
+			}
 			if err != nil {
 				done <- result{err: err, sink: sinkErr}
 				return
@@ -238,11 +241,11 @@ func endError(cl *Client, e *proto.RunEnd, limit time.Duration) error {
 	case "start":
 		return &ops.StartError{Err: e.Err.Err(cl.roots())}
 	case "limit":
-		return fmt.Errorf("%w: %s", ops.ErrBackgroundLimit, strings.TrimPrefix(e.Message, "local: ops: too many background processes: "))
+		return fmt.Errorf("%w: %s", ops.ErrBackgroundLimit, clipText(strings.TrimPrefix(e.Message, "local: ops: too many background processes: ")))
 	case "canceled":
 		return cl.c.errorf("%w: %w", ops.ErrCanceled, errors.New("killed by the helper"))
 	}
-	return cl.c.errorf("%w: %s", ops.ErrExitUnknown, e.Message)
+	return cl.c.errorf("%w: %s", ops.ErrExitUnknown, clipText(e.Message))
 }
 
 // Processes lists the background processes the helper owns.

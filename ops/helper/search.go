@@ -33,7 +33,7 @@ func (cl *Client) search(ctx context.Context, req *proto.SearchRequest, each fun
 	}
 	defer release()
 	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 64<<10), proto.MaxFrame*4)
+	sc.Buffer(make([]byte, 64<<10), maxSearchLine)
 	for sc.Scan() {
 		var l proto.SearchLine
 		if err := json.Unmarshal(sc.Bytes(), &l); err != nil {
@@ -47,6 +47,9 @@ func (cl *Client) search(ctx context.Context, req *proto.SearchRequest, each fun
 		}
 	}
 	err = sc.Err()
+	if errors.Is(err, bufio.ErrTooLong) {
+		err = &LimitError{What: "search reply line", Limit: "4 MiB"}
+	}
 	if err == nil {
 		err = errors.New("reply ended without a status")
 	}

@@ -144,11 +144,17 @@ type Config struct {
 	// RuntimeClassName selects a RuntimeClass (gVisor, Kata) for the pod.
 	RuntimeClassName string
 
-	// ShimBinary is the host path of the static shim binary to upload.
-	// Zero: shim.HostBinary().
+	// ShimBinary is the host path of the static helper binary
+	// (pi-sandbox-shim) to upload. Zero: shim.HostBinary(). Without a
+	// usable one New fails with a *shim.BinaryError unless NoHelper is set.
 	ShimBinary string
-	// NoHelper runs every operation as its own exec (the fallback path,
-	// ops/internal/execops) instead of through the long-lived helper.
+	// NoHelper asks for the fallback path: every operation is its own exec
+	// (ops/internal/execops) instead of a request to the long-lived
+	// helper, and the helper binary is not required. Commands still run
+	// under the shim when it is there; without it a process that calls
+	// setsid itself survives a kill, and Info.Limits says so. Zero: the
+	// helper; a container that cannot run it (another architecture, no
+	// exec-capable directory) uses the fallback and Info.Limits says why.
 	NoHelper bool
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).

@@ -55,11 +55,12 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 		outW.CloseWithError(err)
 	}()
 	if b.up && b.helperKey != "" {
-		// The relay accepts only a daemon proving the pod's key (a failed
-		// exec ends the write: the goroutine above closes inR).
-		if err := helper.WriteRelayKey(inW, b.helperKey); err != nil {
-			s.Close()
-			return nil, err
+		// The relay accepts only a daemon proving the pod's key, which it
+		// gets only when no process of the pod's user could ever read it
+		// (a failed exec ends the handshake: the goroutine above closes
+		// the pipes).
+		if _, err := helper.RelayHello(ctx, s, b.helperKey); err != nil {
+			return nil, fmt.Errorf("k8s: %w", err)
 		}
 	}
 	return s, nil

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -67,11 +68,16 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	cfg.Mounts = append([]Mount(nil), cfg.Mounts...)
 	cfg.Env = append([]string(nil), cfg.Env...)
+	// The helper binary is looked for before anything is created.
+	sf, err := readShim(&cfg)
+	if err != nil {
+		return nil, err
+	}
 	c, err := NewClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	b := &Backend{c: c, lease: cfg.Lease}
+	b := &Backend{c: c, lease: cfg.Lease, sf: sf}
 	if b.lease == 0 {
 		b.lease = DefaultLease
 	}
@@ -117,8 +123,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b.initOps()
 	b.x.SetTarget(execops.Target{WorkDir: b.info.WorkDir, Shell: b.info.Shell, Env: b.env, RunDir: b.stateDir + "/run",
 		Shim: func() string { return b.shimPath }, OOMProbe: b.oomProbe})
-	if cfg.NoHelper {
-		b.info.Limits = append(b.info.Limits, "no helper (disabled): each operation costs one exec")
+	if cfg.NoHelper || b.shimPath == "" {
+		why := "disabled"
+		if !cfg.NoHelper {
+			why = "no shim in the container"
+		}
+		b.info.Limits = append(b.info.Limits, "no helper ("+why+"): each operation costs one exec")
 		b.info.Capabilities = append(b.info.Capabilities, "grep", "find", "linecount")
 		return b, nil
 	}
@@ -195,11 +205,7 @@ true
 `
 
 func (b *Backend) probe(ctx context.Context, cfg *Config) error {
-	sf, err := readShim(cfg)
-	if err != nil {
-		return err
-	}
-	b.sf = sf
+	sf := b.sf
 	shimDir := ""
 	if b.ephemeral {
 		shimDir = ShimDir
@@ -222,16 +228,15 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		}
 	}
 	info := ops.Info{
-		Backend:      "k8s",
-		WorkDir:      kv["workdir"],
-		Home:         kv["home"],
-		User:         kv["user"],
-		UID:          atoiOr(kv["uid"], -1),
-		GID:          atoiOr(kv["gid"], -1),
-		OS:           strings.ToLower(kv["os"]),
-		Arch:         target.GOARCH(kv["arch"]),
-		Shell:        kv["shell"],
-		Capabilities: []string{"shim"},
+		Backend: "k8s",
+		WorkDir: kv["workdir"],
+		Home:    kv["home"],
+		User:    kv["user"],
+		UID:     atoiOr(kv["uid"], -1),
+		GID:     atoiOr(kv["gid"], -1),
+		OS:      strings.ToLower(kv["os"]),
+		Arch:    target.GOARCH(kv["arch"]),
+		Shell:   kv["shell"],
 	}
 	if info.Shell == "" {
 		info.Shell = "/bin/sh"
@@ -260,17 +265,34 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		b.oomProbe = `while read k v; do [ "$k" = oom_kill ] && pv=$v; done < ` + shellproc.Quote(f)
 	}
 	b.info = info
+	if sf.err != nil {
+		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+sf.err.Error()+")")
+		return nil
+	}
 	b.shimPath = kv["shim"]
 	if b.shimPath == "" {
 		dir := shimDir
+		owned := ""
 		if dir == "" {
 			dir = b.stateDir[:strings.LastIndexByte(b.stateDir, '/')]
-			b.info.Limits = append(b.info.Limits, "the shim "+dir+"/"+sf.name+" belongs to the sandbox user, who can replace it")
+			owned = "the shim " + dir + "/" + sf.name + " belongs to the sandbox user, who can replace it"
 		}
-		if b.shimPath, err = b.uploadShim(ctx, dir); err != nil {
+		p, err := b.uploadShim(ctx, dir)
+		switch {
+		case err != nil && (errors.Is(err, ops.ErrTransport) || ctx.Err() != nil):
 			return err
+		case err != nil:
+			// A container that cannot run the binary (another
+			// architecture, no exec-capable directory) gets the fallback.
+			b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
+			return nil
+		}
+		b.shimPath = p
+		if owned != "" {
+			b.info.Limits = append(b.info.Limits, owned)
 		}
 	}
+	b.info.Capabilities = append(b.info.Capabilities, "shim")
 	return nil
 }
 

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -9,20 +10,32 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
+const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
+
 // shimFile is the host's shim binary.
 type shimFile struct {
 	host string
 	up   *shim.Upload
 	sum  string // hex SHA-256
 	name string // content-addressed file name in the pod
+	err  error  // why there is none (only with NoHelper)
 }
 
+// readShim finds and hashes the host's helper binary. Without a usable one
+// it fails, unless NoHelper lets the plain wrapper run commands.
 func readShim(cfg *Config) (*shimFile, error) {
-	u, err := shim.ReadUpload(cfg.ShimBinary)
-	if err != nil {
-		return nil, fmt.Errorf("k8s: %w", err)
+	p, err := shim.HostBinaryAt(cfg.ShimBinary)
+	var u *shim.Upload
+	if err == nil {
+		u, err = shim.ReadUpload(p)
 	}
-	return &shimFile{host: u.Path, up: u, sum: u.Sum, name: u.Name()}, nil
+	switch {
+	case err == nil:
+		return &shimFile{host: u.Path, up: u, sum: u.Sum, name: u.Name()}, nil
+	case cfg.NoHelper:
+		return &shimFile{err: errors.New(shim.LimitReason(err))}, nil
+	}
+	return nil, fmt.Errorf("k8s: %w", err)
 }
 
 // uploadScript writes stdin to a temp file in $1, checks its size ($4) and

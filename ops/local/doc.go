@@ -12,11 +12,14 @@
 // Closing the backend ends the helper session, which kills every command
 // it still runs before Close returns.
 //
-// Where the helper cannot run (Config.NoHelper, or a start failure), the
+// The shim binary is pi-sandbox-shim, or this executable when its main
+// calls shim.Dispatch first; without either New fails with an error that
+// names the binary, where it was looked for and how to install it. Where
+// the helper cannot run (Config.NoHelper, or a start failure), the
 // operations run in this process (package ops/internal/native) and
-// Info.Limits says why; without the shim (Config.NoShim, an executable that
-// does not dispatch it, another OS) commands are killed by process group
-// only, so a process that calls setsid survives.
+// Info.Limits says why; without the shim (Config.NoHelper and no binary,
+// another OS) commands are killed by process group only, so a process that
+// calls setsid survives.
 //
 // File errors are *fs.PathError values wrapping an [ops.Errno], with Node's
 // syscall names as Op ("open", "stat", "scandir", "mkdir", "realpath",

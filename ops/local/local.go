@@ -52,22 +52,22 @@ type Config struct {
 	Env []string
 
 	// ShimPath is a binary that runs the shim (`ShimPath __shim run`) for
-	// every command. Zero: pi-sandbox-shim next to this executable (or
-	// $PI_SANDBOX_SHIM_BIN), else os.Executable() when it dispatches the
-	// shim (shim.Dispatch was called in this process), else none.
+	// every command. Zero: shim.LocalBinary(): $PI_SANDBOX_SHIM_BIN, else
+	// pi-sandbox-shim next to this executable, else os.Executable() when it
+	// dispatches the shim (shim.Dispatch was called in this process).
+	// Without one New fails with a *shim.BinaryError unless NoHelper is set.
 	ShimPath string
-
-	// NoShim disables the shim and the helper: commands are killed by
-	// process group only, and run in this process's children.
-	NoShim bool
 
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).
 	MaxBackground int
 
-	// NoHelper runs operations directly (the fallback path: package
-	// ops/internal/native) instead of through the helper's session;
-	// commands still run under the shim.
+	// NoHelper asks for the fallback path: operations run directly in this
+	// process (package ops/internal/native) instead of through the
+	// helper's session, and the shim binary is not required. Commands still
+	// run under the shim when there is one; without it they are killed by
+	// process group only (a process that calls setsid survives), and
+	// Info.Limits says so.
 	NoHelper bool
 }
 
@@ -104,6 +104,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("local: working directory: %w", ops.PathError("chdir", wd, ops.ENOTDIR))
 	}
+	shimPath, why, err := shimFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
 	b := &Backend{}
 	spill := cfg.SpillDir
 	if spill == "" {
@@ -112,7 +116,6 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 		b.ownsSpill = true
 	}
-	shimPath, why := shimFor(cfg)
 	var limits []string
 	if shimPath != "" && !cfg.NoHelper {
 		env := cfg.Env
@@ -151,20 +154,24 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	return b, nil
 }
 
-// shimFor names the shim binary, or says why there is none.
-func shimFor(cfg Config) (string, string) {
+// shimFor names the shim binary, or says why there is none: this OS has no
+// shim (the fallback serves), or none was found, which fails New unless
+// NoHelper waives it.
+func shimFor(cfg Config) (path, why string, err error) {
 	switch {
 	case runtime.GOOS != "linux":
-		return "", "no shim on " + runtime.GOOS
-	case cfg.NoShim:
-		return "", "shim disabled"
+		return "", "no shim on " + runtime.GOOS, nil
 	case cfg.ShimPath != "":
-		return cfg.ShimPath, ""
+		return cfg.ShimPath, "", nil
 	}
-	if p := shim.LocalBinary(); p != "" {
-		return p, ""
+	p, err := shim.LocalBinary()
+	switch {
+	case err == nil:
+		return p, "", nil
+	case cfg.NoHelper:
+		return "", shim.LimitReason(err), nil
 	}
-	return "", "this executable does not dispatch __shim"
+	return "", "", err
 }
 
 // Helper returns the helper client, nil when operations run in this

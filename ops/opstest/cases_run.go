@@ -293,11 +293,12 @@ func testConcurrent(t testing.TB, ctx context.Context, b ops.Backend) {
 
 // testOutputAfterExit: output written 50ms after the shell exited is still
 // captured (ops.ExitGrace is 100ms). A loaded machine can delay the late
-// write past the grace, so one success in three attempts passes; a backend
-// that stops reading at exit never succeeds.
+// write past the grace (gVisor's fork and exec of sleep under load did, three
+// times in a row), so one success in five attempts passes; a backend that
+// stops reading at exit never succeeds.
 func testOutputAfterExit(t testing.TB, ctx context.Context, b ops.Backend) {
 	var outs []string
-	for range 3 {
+	for range 5 {
 		out, err := run(ctx, b, "", "(sleep 0.05; echo late) & echo early")
 		if err != nil {
 			t.Fatal(err)
@@ -332,7 +333,8 @@ func testTimeout(t testing.TB, ctx context.Context, b ops.Backend) {
 // testTimeoutAfterShellExit: the shell exits 3 but a background process
 // keeps writing, so the exit grace keeps being re-armed until the timeout.
 // On a starved machine the writer can pause longer than the grace, which
-// legitimately ends the call; one timeout in three attempts passes.
+// legitimately ends the call, or the shell's exit can come after the
+// timeout; one timeout with the shell's exit in three attempts passes.
 func testTimeoutAfterShellExit(t testing.TB, ctx context.Context, b ops.Backend) {
 	var errs []error
 	for range 3 {
@@ -341,16 +343,16 @@ func testTimeoutAfterShellExit(t testing.TB, ctx context.Context, b ops.Backend)
 			Timeout: 1500 * time.Millisecond,
 		})
 		var te *ops.TimeoutError
-		if !errors.As(err, &te) {
+		if !errors.As(err, &te) || !te.ShellExited {
 			errs = append(errs, err)
 			continue
 		}
-		if !te.ShellExited || te.ShellExitCode != 3 || te.ShellRuntime <= 0 || te.ShellRuntime >= te.Limit {
+		if te.ShellExitCode != 3 || te.ShellRuntime <= 0 || te.ShellRuntime >= te.Limit {
 			t.Fatalf("TimeoutError = %+v, want ShellExited with code 3 and a runtime below the limit", te)
 		}
 		return
 	}
-	t.Fatalf("Run = %v, want *ops.TimeoutError", errs)
+	t.Fatalf("Run = %v, want a *ops.TimeoutError after the shell's exit", errs)
 }
 
 func testCancelCause(t testing.TB, ctx context.Context, b ops.Backend) {

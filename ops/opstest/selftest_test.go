@@ -16,6 +16,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/internal/testenv"
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/local"
 	"github.com/pi-sandbox/pi-sandbox/ops/search"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
@@ -50,9 +51,16 @@ func runCase(t *testing.T, name string, b ops.Backend) *recorder {
 	return rec
 }
 
-func newLocal(t *testing.T, cfg local.Config) *local.Backend {
-	cfg.WorkDir = t.TempDir()
-	b, err := local.New(t.Context(), cfg)
+// newLocal opens the local backend, or with noShim the local operations
+// without the shim (commands killed by process group only).
+func newLocal(t *testing.T, noShim bool) ops.Backend {
+	var b ops.Backend
+	var err error
+	if noShim {
+		b, err = native.New(t.Context(), native.Config{WorkDir: t.TempDir(), NoShim: true})
+	} else {
+		b, err = local.New(t.Context(), local.Config{WorkDir: t.TempDir()})
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,30 +142,30 @@ func (r reversed) ReadDir(ctx context.Context, n string) ([]fs.DirEntry, error) 
 func TestSuiteCatchesBrokenBackends(t *testing.T) {
 	for _, tt := range []struct {
 		broken string
-		wrap   func(*local.Backend) ops.Backend
+		wrap   func(ops.Backend) ops.Backend
 		noShim bool
 		cases  []string
 	}{
-		{"GrandchildSurvives", func(b *local.Backend) ops.Backend { return leaky{b} }, true,
+		{"GrandchildSurvives", func(b ops.Backend) ops.Backend { return leaky{b} }, true,
 			[]string{"Run/CancelKillsTree", "Run/BackgroundKilledAtExit"}},
-		{"SetsidEscapes", func(b *local.Backend) ops.Backend { return claimsShim{b} }, true,
+		{"SetsidEscapes", func(b ops.Backend) ops.Backend { return claimsShim{b} }, true,
 			[]string{"Run/SetsidEscapeeDiesOnCancel", "Run/SetsidEscapeeDiesAtExit"}},
-		{"BareErrNotExist", func(b *local.Backend) ops.Backend { return bareErrs{b} }, false,
+		{"BareErrNotExist", func(b ops.Backend) ops.Backend { return bareErrs{b} }, false,
 			[]string{"Open/NotExist", "Stat/NotExist", "RealPath/MissingParent"}},
-		{"OutputReordered", func(b *local.Backend) ops.Backend { return demuxed{b} }, false,
+		{"OutputReordered", func(b ops.Backend) ops.Backend { return demuxed{b} }, false,
 			[]string{"Run/MergedOrder"}},
-		{"ReadDirReversed", func(b *local.Backend) ops.Backend { return reversed{b} }, false,
+		{"ReadDirReversed", func(b ops.Backend) ops.Backend { return reversed{b} }, false,
 			[]string{"ReadDir/SortedWithTypes"}},
 	} {
 		for _, name := range tt.cases {
 			t.Run(tt.broken+"/"+name, func(t *testing.T) {
 				t.Parallel()
 				// The working backend has the shim whenever the case needs it.
-				good := runCase(t, name, newLocal(t, local.Config{NoShim: tt.noShim && !strings.Contains(name, "Setsid")}))
+				good := runCase(t, name, newLocal(t, tt.noShim && !strings.Contains(name, "Setsid")))
 				if good.Failed() || good.Skipped() {
 					t.Fatalf("case fails or skips on the working backend: %s", strings.Join(good.log, "\n"))
 				}
-				bad := runCase(t, name, tt.wrap(newLocal(t, local.Config{NoShim: tt.noShim})))
+				bad := runCase(t, name, tt.wrap(newLocal(t, tt.noShim)))
 				if bad.Skipped() {
 					t.Fatalf("case skipped on the broken backend: %s", strings.Join(bad.log, "\n"))
 				}
@@ -224,7 +232,7 @@ func TestSearchCasesOnShimEngine(t *testing.T) {
 	for _, name := range []string{"Grep/MatchesFallback", "Find/MatchesFallback"} {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			rec := runCase(t, name, searching{Backend: newLocal(t, local.Config{})})
+			rec := runCase(t, name, searching{Backend: newLocal(t, false)})
 			if rec.Failed() || rec.Skipped() {
 				t.Fatalf("fails or skips on the shim's engine: %s", strings.Join(rec.log, "\n"))
 			}
@@ -232,7 +240,7 @@ func TestSearchCasesOnShimEngine(t *testing.T) {
 	}
 	t.Run("Broken", func(t *testing.T) {
 		t.Parallel()
-		rec := runCase(t, "Grep/MatchesFallback", searching{Backend: newLocal(t, local.Config{}), drop: true})
+		rec := runCase(t, "Grep/MatchesFallback", searching{Backend: newLocal(t, false), drop: true})
 		if !rec.Failed() {
 			t.Fatalf("passes on a grep that loses an event")
 		}

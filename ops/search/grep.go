@@ -45,8 +45,11 @@ func Grep(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.GrepEv
 // include overrides the ignore files; a single file named by the query is
 // searched whatever its content or the glob.
 //
-// Differences from ripgrep, on purpose or by approximation: the .git
-// directory is never searched; unreadable files and directories are skipped
+// Differences from ripgrep, on purpose or by approximation: a path named
+// by the query that is neither a regular file nor a directory (a FIFO, a
+// device, a socket) is refused, where ripgrep reads it (and blocks on a
+// FIFO without a writer, or never ends on /dev/zero); the .git directory is
+// never searched; unreadable files and directories are skipped
 // silently (ripgrep reports them and exits 2); global git excludes
 // (core.excludesFile) are not read; a walked file whose NUL byte lies beyond
 // the first 64 KiB is searched up to the line holding it (ripgrep stops at
@@ -63,6 +66,11 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 	st, err := fsys.Stat(ctx, root)
 	if err != nil {
 		return err
+	}
+	if !st.IsDir() && !st.Mode().IsRegular() {
+		// A FIFO without a writer would hold the search for good, a device
+		// such as /dev/zero never end it.
+		return fmt.Errorf("search: grep: %s is not a regular file or a directory (%v)", root, st.Mode().Type())
 	}
 	g := &grepper{ctx: ctx, fsys: fsys, m: m, fast: fast, q: q, fn: fn}
 	if !st.IsDir() {

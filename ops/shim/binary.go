@@ -23,6 +23,20 @@ func checkStaticELF(r io.ReaderAt, goarch string) error {
 	if want == 0 || f.Machine != want {
 		return fmt.Errorf("built for %s, the target is %s", f.Machine, goarch)
 	}
+	return staticProgs(f)
+}
+
+// checkStatic reports whether r is a statically linked ELF executable of
+// any architecture (which one a target runs is the target's to say).
+func checkStatic(r io.ReaderAt) error {
+	f, err := elf.NewFile(r)
+	if err != nil {
+		return fmt.Errorf("not an ELF executable: %w", err)
+	}
+	return staticProgs(f)
+}
+
+func staticProgs(f *elf.File) error {
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
 			return fmt.Errorf("dynamically linked (build with CGO_ENABLED=0)")

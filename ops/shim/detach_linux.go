@@ -45,6 +45,9 @@ func detachTree(diag func(string, ...any), cp *copier, pr *os.File, copyDone <-c
 		diag("warning: background log %s: %v", logfile, err)
 	}
 	cp.mu.Lock()
+	if cp.farewell != "" {
+		io.WriteString(cp.w, cp.farewell)
+	}
 	cp.w = w
 	cp.mu.Unlock()
 	diag("detached %d", os.Getpid())

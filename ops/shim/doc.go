@@ -83,7 +83,10 @@
 // arrives on the unix socket FD, and after a command that exited normally
 // and left nothing behind the shim writes "pi-sandbox-shim: reusable" just
 // before its "done" line, closes the run's files and waits for the next
-// run; after any other end it exits as run does. Each command runs in a
+// run; after any other end it exits as run does. A command that changed
+// the shim's resource limits (which the next command would inherit) is
+// not followed by another: "pi-sandbox-shim: limits changed WHAT" comes
+// before "done" instead of "reusable". Each command runs in a
 // process group of its own (the shim outlives it), which the shim kills
 // when the run ends, after its sweep; "pi-sandbox-shim: started PID" names
 // it as soon as the command has started. It is non-dumpable (it
@@ -127,6 +130,17 @@
 // processes belong to the daemon, shared by every session (one limit, one
 // list), until SIGTERM, SIGINT or SIGHUP: it then ends every session, kills
 // every background tree and exits. Its diagnostics go to DIR/helper.log.
+// It is a child subreaper: when one of its shims dies by a signal (a
+// command can kill its own shim), what that shim's tree left is
+// re-parented to the daemon, which kills it with its descendants and
+// reaps it — every child the daemon did not start is such an orphan.
+// It compares its resource limits with those it started with when a
+// connection arrives (before serving it) and after each command; when a
+// command has changed them (every later command would inherit them) it
+// replaces itself: it leaves the file DIR/limits-changed, closes its
+// socket and shuts down as on SIGTERM, and the next relay starts a fresh
+// one. The command that changed them, and the first command the next
+// daemon runs, end their output with a note saying so.
 //
 // relay DIR: copies stdin to the daemon in DIR and its answers to stdout,
 // so a client talks to it as to serve. It starts the daemon (in a new
@@ -134,12 +148,16 @@
 // file DIR/lock, so racing relays start one — and when the daemon runs
 // another build (its first line says) it stops that one first, which ends
 // its background processes. At the end of stdin it half-closes the
-// connection and exits when the daemon has closed it. With --key-stdin the
-// first line of stdin is the sandbox's helper key: a daemon (or any process
-// on the socket) that cannot prove it is stopped and replaced by one started
-// with the key (passed on a pipe, never argv or the environment). The
-// answer's pid must be the socket peer's (SO_PEERCRED). relay --stop DIR
-// stops the daemon instead.
+// connection and exits when the daemon has closed it. With --key-stdin it
+// first writes "pi-sandbox-relay sealed" (it has been non-dumpable since
+// its exec: its user cannot read the binary) or "pi-sandbox-relay exposed",
+// and the first line of stdin is then the sandbox's helper key, or "-"
+// (an exposed relay refuses a key): a daemon (or any process on the socket)
+// that cannot prove the key is stopped and replaced by one started with it
+// (passed on a pipe, never argv or the environment). The answer's pid must
+// be the socket peer's (SO_PEERCRED). The daemon's log must be a regular
+// file: anything else there is replaced (a FIFO never blocks the start).
+// relay --stop DIR stops the daemon instead.
 //
 //	pi-sandbox __shim serve --listen DIR [--ready-fd N] [--key-fd N]
 //	pi-sandbox __shim relay [--key-stdin] [--stop] DIR
@@ -158,5 +176,11 @@
 // os.Args[1] is "__shim", and records that this executable can serve as the
 // shim ([Available]). [HostBinary] names the static binary to upload into
 // targets: $PI_SANDBOX_SHIM_BIN when set (tests set it to a CGO_ENABLED=0
-// build of ./cmd/pi-sandbox), else os.Executable().
+// build of ./cmd/pi-sandbox-shim), else pi-sandbox-shim next to this
+// executable, else this executable when it is static and dispatches the
+// shim; [LocalBinary] the one to run on this machine (linking does not
+// matter there). Finding none is a [BinaryError]: it names every place
+// looked at, why each could not serve (a dynamically linked build, the
+// default of go build with cgo, cannot run in a container), and how to
+// install both binaries.
 package shim

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -46,7 +47,7 @@ func relayMain(args []string, stderr io.Writer) int {
 	fl := flag.NewFlagSet("__shim relay", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	stop := fl.Bool("stop", false, "stop the daemon in DIR (its sessions and background processes end) and exit")
-	keyStdin := fl.Bool("key-stdin", false, "the first line of stdin is the sandbox's helper key: the daemon must prove it (one that cannot is replaced)")
+	keyStdin := fl.Bool("key-stdin", false, "say on stdout whether this process was ever dumpable, then read the sandbox's helper key (or \"-\") as the first line of stdin: the daemon must prove it (one that cannot is replaced)")
 	if err := fl.Parse(args); err != nil {
 		return 2
 	}
@@ -59,7 +60,9 @@ func relayMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: relay: %v\n", err)
 		return 1
 	}
-	// It will hold the sandbox's key: not readable by the user's commands.
+	// Whether this process was dumpable from its exec: read before it
+	// makes itself non-dumpable for what remains of its life.
+	sealed := sealedSinceExec()
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: dumpable: %v\n", err)
 	}
@@ -74,11 +77,11 @@ func relayMain(args []string, stderr io.Writer) int {
 	}
 	var key []byte
 	if *keyStdin {
-		k, err := readLine(os.Stdin, 256)
-		if err != nil || k == "" {
-			return fail(fmt.Errorf("key on stdin: %v", err))
+		k, err := relayKey(sealed)
+		if err != nil {
+			return fail(err)
 		}
-		key = []byte(k)
+		key = k
 	}
 	c, err := connectDaemon(dir, key)
 	if err != nil {
@@ -295,11 +298,9 @@ func lockDaemonDir(dir string) (func(), error) {
 // detached from the relay's stdio (its output goes to dir/helper.log), and
 // waits until it listens.
 func startDaemon(exe, dir string, key []byte) error {
-	logf, err := os.OpenFile(filepath.Join(dir, daemonLog), os.O_WRONLY|os.O_CREATE|os.O_TRUNC|syscall.O_NOFOLLOW, 0o600)
+	logf, err := openDaemonLog(dir)
 	if err != nil {
-		if logf, err = os.OpenFile(os.DevNull, os.O_WRONLY, 0); err != nil {
-			return fmt.Errorf("start the helper daemon: %w", err)
-		}
+		return fmt.Errorf("start the helper daemon: %w", err)
 	}
 	defer logf.Close()
 	r, w, err := os.Pipe()
@@ -356,4 +357,28 @@ func startDaemon(exe, dir string, key []byte) error {
 	case <-time.After(daemonStartWait):
 		return fmt.Errorf("the helper daemon did not listen within %s", daemonStartWait)
 	}
+}
+
+// openDaemonLog opens dir's log for a new daemon: a regular file of this
+// user, emptied. Anything else found there is removed and a fresh file
+// made (the open never waits: a FIFO without a reader fails it at once
+// instead of blocking); what cannot be removed is an error saying so.
+func openDaemonLog(dir string) (*os.File, error) {
+	name := filepath.Join(dir, daemonLog)
+	const flags = os.O_WRONLY | os.O_CREATE | syscall.O_NOFOLLOW | syscall.O_NONBLOCK | syscall.O_CLOEXEC
+	f, err := os.OpenFile(name, flags|os.O_TRUNC, 0o600)
+	if err == nil {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			return f, nil
+		}
+		f.Close()
+	}
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%s is not a regular file this user can write, and it cannot be removed: %w", name, err)
+	}
+	f, err = os.OpenFile(name, flags|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	return f, nil
 }

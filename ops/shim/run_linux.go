@@ -17,6 +17,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 const (
@@ -38,6 +40,7 @@ func runMain(args []string, stderr io.Writer) int {
 		// A pooled shim: its runs come from the backend (runs_linux.go).
 		return serveRuns(ps, args[1])
 	}
+	closePinOnExec()
 	pr, pw, err := commandPipe()
 	if err != nil {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: start: pipe: %s\n", errnoName(err, syscall.EIO))
@@ -163,6 +166,7 @@ func runOnce(ps *procState, args []string, rio runIO) runResult {
 	logCap := fs.Int64("log-cap", 1<<30, "cap of the --detach log in `BYTES`")
 	refuse := fs.Bool("refuse-detach", false, "when the command leaves processes running, kill them and say so (the sandbox owns its limit of background processes)")
 	lifeline := fs.Int("lifeline", -1, "a file descriptor whose end of input (its writer died) is a kill request")
+	outputLimit := fs.Duration("output-limit", ops.ExitOutputLimit, "how long output that keeps coming after the command's exit may hold the run (0: no bound; the caller's timeout bounds it)")
 	early := func(code int) runResult {
 		rio.pr.Close()
 		rio.pw.Close()
@@ -253,6 +257,9 @@ func runOnce(ps *procState, args []string, rio runIO) runResult {
 		exited   bool
 		graceT   *time.Timer
 		graceC   <-chan time.Time
+		limitT   *time.Timer
+		limitC   <-chan time.Time
+		tooLong  bool // output kept coming ops.ExitOutputLimit after the exit
 		copyOpen = true
 		normal   bool // the command exited and its output went quiet or closed
 	)
@@ -270,6 +277,10 @@ loop:
 			}
 			graceT = time.NewTimer(*grace)
 			graceC = graceT.C
+			if *outputLimit > 0 {
+				limitT = time.NewTimer(*outputLimit)
+				limitC = limitT.C
+			}
 		case <-cp.activity:
 			if graceT != nil {
 				graceT.Reset(*grace)
@@ -296,14 +307,25 @@ loop:
 			}
 			normal = true
 			break loop
+		case <-limitC:
+			// Writers the command left keep the output busy: the call ends
+			// with what came so far.
+			normal, tooLong = true, true
+			break loop
 		}
 	}
 	if graceT != nil {
 		graceT.Stop()
 	}
+	if limitT != nil {
+		limitT.Stop()
+	}
 	left := hasChildren(empty)
 	if normal && (*refuse || *detach != "") && left && len(descendants(os.Getpid())) > 0 {
 		if *detach != "" {
+			if tooLong {
+				cp.farewell = ("\n[pi-sandbox: processes this command left running kept writing " + outputLimit.String() + " after it exited; they go on in the background, their output goes to " + *detach + " (see ps)]\n")
+			}
 			stopWatch()
 			code := detachTree(diag, cp, pr, copyDone, copyOpen, empty, sigs, lost, *detach, *logCap, status, *pidfile, rio.closeCall)
 			return runResult{code: code, status: status, detached: true}
@@ -329,6 +351,9 @@ loop:
 	clean := normal && !left && !copyOpen && !status.Signaled() && *pidfile == ""
 	if copyOpen {
 		cp.drain(copyDone, pr)
+	}
+	if tooLong && left {
+		cp.note("\n[pi-sandbox: processes this command left running kept writing " + outputLimit.String() + " after it exited; they were killed]\n")
 	}
 	pr.Close()
 	if *pidfile != "" {
@@ -437,6 +462,7 @@ type copier struct {
 	busy     atomic.Bool   // a write to stdout is in progress
 	mu       sync.Mutex    // held by a write; a detach swaps w under it
 	w        io.Writer
+	farewell string // written to the call's output as a detach swaps w
 }
 
 // copy copies r to c.w. A write error is returned (the reader is gone); end
@@ -463,6 +489,14 @@ func (c *copier) copy(r *os.File) error {
 			return nil
 		}
 	}
+}
+
+// note writes a line of the shim's own to the call's output, between two
+// chunks of the command's.
+func (c *copier) note(text string) {
+	c.mu.Lock()
+	io.WriteString(c.w, text)
+	c.mu.Unlock()
 }
 
 // drain waits for the copy to reach end of input after the sweep, while

@@ -11,6 +11,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 )
 
 // A pooled shim (`__shim run --runs FD`) is started before its first
@@ -32,7 +34,9 @@ import (
 // nothing behind (no process, no holder of its output), "reusable" comes
 // just before "done" and the shim waits for the next run; otherwise it
 // exits after the run as `__shim run` would (after a detach, once the tree
-// it owns is gone). End of input on FD, or a kill request (SIGTERM,
+// it owns is gone). A run whose command changed the shim's resource limits
+// (which every later command would inherit) is not reusable either: the
+// line "limits changed WHAT" comes before "done", and the shim exits. End of input on FD, or a kill request (SIGTERM,
 // SIGINT, SIGHUP) between runs, ends it with status 0.
 //
 // The writer is package ops/internal/native (warm.go), which cannot import
@@ -57,6 +61,9 @@ func serveRuns(ps *procState, fdArg string) int {
 	// of them must not trace it, or read its memory, to reach the next.
 	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	unix.CloseOnExec(fd)
+	// The limits every command of this shim inherits: a run whose command
+	// changed them (prlimit on its parent) ends the shim.
+	limits := native.OwnLimits()
 	sock := os.NewFile(uintptr(fd), "runs")
 	runs := make(chan runMsg)
 	go func() {
@@ -100,6 +107,12 @@ func serveRuns(ps *procState, fdArg string) int {
 		r := runOnce(ps, m.args, runIO{out: m.out, diag: m.diag, pr: pr, pw: pw, closeCall: closeCall, ownGroup: true})
 		if r.detached || r.early {
 			return r.code
+		}
+		if r.clean {
+			if changed := limits.Changed(native.OwnLimits()); changed != "" {
+				fmt.Fprintf(m.diag, "pi-sandbox-shim: limits changed %s\n", changed)
+				r.clean = false
+			}
 		}
 		if r.clean {
 			fmt.Fprintln(m.diag, "pi-sandbox-shim: reusable")

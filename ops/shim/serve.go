@@ -60,6 +60,7 @@ func serveMain(args []string, stderr io.Writer) int {
 		}
 		defer removePidfile(*pidfile)
 	}
+	closePinOnExec()
 	// Commands of the same user must not trace or read the helper's memory.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: dumpable: %v\n", err)
@@ -183,6 +184,7 @@ type server struct {
 	shared  *native.Registry // the daemon's background registry; nil: the session's own (they end with it)
 	shim    string           // runs commands (`shim __shim run`); "": this executable
 	env     []string         // the base environment of commands; nil: this process's
+	limits  *daemonLimits    // the daemon's check of its resource limits; nil: none
 	mu      sync.Mutex
 	b       *native.Backend // set by hello
 	hello   proto.HelloReply
@@ -265,10 +267,12 @@ func (s *server) handleHello(w http.ResponseWriter, r *http.Request) {
 	}
 	exe := s.shim
 	if exe == "" {
-		var err error
-		if exe, err = os.Executable(); err != nil {
-			replyErr(w, fmt.Errorf("shim: executable: %w", err))
-			return
+		exe = selfExe
+		if _, err := os.Stat(exe); err != nil { // no /proc
+			if exe, err = os.Executable(); err != nil {
+				replyErr(w, fmt.Errorf("shim: executable: %w", err))
+				return
+			}
 		}
 	}
 	base := s.env
@@ -360,13 +364,20 @@ func (s *server) handleEnd(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// selfExe runs the helper's own binary: the file this process was started
+// from, whatever has since been written at its path. Commands run under it,
+// so a command that replaces the binary's file changes nothing the helper
+// runs later.
+const selfExe = "/proc/self/exe"
+
 var (
 	hashOnce sync.Once
 	hashHex  string
 )
 
 // selfHash is the SHA-256 of the helper's binary: the client compares it
-// with the binary it uploaded.
+// with the binary it uploaded. An execute-only binary cannot be read by
+// its own process: its build is the hash prefix in its name (nameHash).
 func selfHash(exe string) string {
 	hashOnce.Do(func() {
 		f, err := os.Open("/proc/self/exe")
@@ -374,6 +385,7 @@ func selfHash(exe string) string {
 			f, err = os.Open(exe)
 		}
 		if err != nil {
+			hashHex = nameHash(exe)
 			return
 		}
 		defer f.Close()

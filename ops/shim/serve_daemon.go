@@ -79,6 +79,11 @@ func daemonMain(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: dumpable: %v\n", err)
 	}
 	log.SetOutput(&cappedWriter{w: stderr, left: daemonLogCap})
+	// What a command leaves when it kills its shim is re-parented here,
+	// then killed: nothing runs untracked until the sandbox ends.
+	if err := native.AdoptOrphans(); err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: %v\n", err)
+	}
 	var key []byte
 	if *keyFD >= 0 {
 		f := os.NewFile(uintptr(*keyFD), "key")
@@ -98,7 +103,10 @@ func daemonMain(args []string, stderr io.Writer) int {
 	d.key = key
 	ready("ok")
 	go d.serve()
-	<-sigs
+	select {
+	case <-sigs:
+	case <-d.limits.replaced:
+	}
 	d.shutdown()
 	return 0
 }
@@ -109,6 +117,9 @@ type daemon struct {
 	reg   *native.Registry
 	build string
 	env   []string // the base environment of commands (helperEnv)
+	// limits replaces the daemon when a command changed its resource
+	// limits (serve_limits.go).
+	limits *daemonLimits
 
 	mu    sync.Mutex
 	conns map[*closingConn]bool
@@ -138,7 +149,9 @@ func listenDaemon(dir string) (*daemon, error) {
 		ln.Close()
 		return nil, err
 	}
-	return &daemon{ln: ln, reg: reg, build: selfHash(exe), env: helperEnv(), conns: map[*closingConn]bool{}}, nil
+	d := &daemon{ln: ln, reg: reg, build: selfHash(exe), env: helperEnv(), conns: map[*closingConn]bool{}}
+	d.limits = newDaemonLimits(dir, func() { ln.Close() })
+	return d, nil
 }
 
 // serve accepts connections of this user until the listener closes.
@@ -149,10 +162,18 @@ func (d *daemon) serve() {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
-			time.Sleep(10 * time.Millisecond) // EMFILE and the like
+			// EMFILE and the like: lowered limits make the daemon useless.
+			d.limits.check(0)
+			time.Sleep(10 * time.Millisecond)
 			continue
 		}
 		if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
+			c.Close()
+			continue
+		}
+		if d.limits.check(0) != "" {
+			// Closed without a first line: the relay finds no daemon
+			// listening after this one and starts a fresh one.
 			c.Close()
 			continue
 		}
@@ -182,6 +203,7 @@ func (d *daemon) serve() {
 			}
 			srv := newServer(d.reg)
 			srv.env = d.env
+			srv.limits = d.limits
 			serveSession(us, srv)
 			us.Close()
 		}()

@@ -2,6 +2,7 @@ package shim
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -293,7 +295,10 @@ func (s *server) handleWrite(w http.ResponseWriter, r *http.Request) {
 // handleEdit replaces a file's content when it is still what the client
 // read, under an exclusive flock of its directory: concurrent edits of one
 // file, from this or another session, are serialised, and one that lost the
-// race is told so instead of overwriting the other.
+// race is told so instead of overwriting the other. The wait for the lock
+// ends with the request (the call was aborted) or after lockWait (another
+// process holds it); once the lock is held the edit runs to its end even
+// when the request ends, so an edit under way when the abort came lands.
 func (s *server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	var req proto.EditRequest
 	if !decode(w, r.Body, &req) {
@@ -309,12 +314,13 @@ func (s *server) handleEdit(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, err)
 		return
 	}
-	unlock, err := lockDir(path.Dir(real))
+	unlock, err := lockDir(ctx, path.Dir(real), lockWait)
 	if err != nil {
 		replyErr(w, err)
 		return
 	}
 	defer unlock()
+	ctx = context.WithoutCancel(ctx)
 	// Only a regular file is edited: a FIFO put in its place since the
 	// client read it would hold the read for good.
 	if fi, err := fsys.Stat(ctx, name); err != nil {
@@ -345,24 +351,65 @@ func (s *server) handleEdit(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// lockDir takes an exclusive flock on dir. A directory that cannot be
-// opened for the lock is edited without it.
-func lockDir(dir string) (func(), error) {
+// lockWait bounds an edit's wait for its directory's lock: any process of
+// the target can hold that flock (`flock DIR sleep 600`).
+var lockWait = 10 * time.Second
+
+// Pauses between two tries of the lock: short at first (edits of one
+// directory hold it for milliseconds), then growing to lockPauseMax.
+const (
+	lockPauseMin = time.Millisecond
+	lockPauseMax = 50 * time.Millisecond
+)
+
+// lockDir takes an exclusive flock on dir, trying without blocking until
+// it gets it, ctx ends (ctx's error) or wait has passed (an
+// *ops.LockedError). A directory that cannot be opened or locked for
+// another reason is edited without the lock.
+func lockDir(ctx context.Context, dir string, wait time.Duration) (func(), error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return func() {}, nil
 	}
+	deadline := time.Now().Add(wait)
+	pause := lockPauseMin
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
-		err = unix.Flock(fd, unix.LOCK_EX)
-		if err != unix.EINTR {
-			break
+		err = unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { unix.Flock(fd, unix.LOCK_UN); unix.Close(fd) }, nil
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.EWOULDBLOCK {
+			unix.Close(fd)
+			return func() {}, nil
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			unix.Close(fd)
+			return nil, &ops.LockedError{Dir: dir}
+		}
+		d := min(pause, left)
+		pause = min(2*pause, lockPauseMax)
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			unix.Close(fd)
+			return nil, fmt.Errorf("shim: lock %s: %w", dir, context.Cause(ctx))
 		}
 	}
-	if err != nil {
-		unix.Close(fd)
-		return func() {}, nil
-	}
-	return func() { unix.Flock(fd, unix.LOCK_UN); unix.Close(fd) }, nil
 }
 
 func (s *server) handleSearch(w http.ResponseWriter, r *http.Request) {

@@ -83,11 +83,7 @@ func mapBeneath(err error) error {
 		if se == syscall.ENOENT && ops.NameTooLong(pe.Path) {
 			se = syscall.ENAMETOOLONG // fuse-overlayfs answers ENOENT
 		}
-		code := ops.FromSyscall(se)
-		if code == "" {
-			code = ops.EIO
-		}
-		return ops.PathError(pe.Op, pe.Path, code)
+		return ops.PathError(pe.Op, pe.Path, native.ErrnoCode(se))
 	}
 	return err
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"syscall"
 	"time"
@@ -76,6 +77,12 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 		fw.spill = sp
 		fw.skip = newSkipper(req.Spill)
 	}
+	if s.limits != nil {
+		if why := s.limits.check(replaceGrace); why != "" {
+			end(proto.RunEnd{Kind: "start", Err: proto.FromError(fmt.Errorf("shim: the helper daemon's resource limits were changed by a command (%s): it is being replaced by a fresh one; run the command again", why))})
+			return
+		}
+	}
 	oomBefore := int64(-1)
 	s.mu.Lock()
 	counted := s.oom
@@ -101,6 +108,12 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 		// The shell survived, a process of its tree did not.
 		fw.Write([]byte(ops.OOMNote))
 	}
+	replaceWhy := ""
+	if s.limits != nil {
+		var note string
+		note, replaceWhy = s.limits.afterRun()
+		fw.Write([]byte(note))
+	}
 	if fw.skip != nil {
 		fw.skip.finish(fw)
 	}
@@ -108,6 +121,10 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 		e.Spill = sp.finish()
 	}
 	end(e)
+	if replaceWhy != "" {
+		fw.rc.Flush()
+		s.limits.replace(replaceWhy, replaceGrace)
+	}
 }
 
 func (s *server) handleKill(w http.ResponseWriter, r *http.Request) {

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/search"
@@ -32,49 +31,6 @@ func Dispatch() bool {
 // Available reports whether Dispatch was called in this process, i.e.
 // whether `os.Executable() __shim ...` runs the shim.
 func Available() bool { return dispatching.Load() }
-
-// BinaryName is the file name of the slim in-target binary
-// (cmd/pi-sandbox-shim), which the CLI looks for next to itself.
-const BinaryName = "pi-sandbox-shim"
-
-// HostBinary returns the path of a static binary to run as the helper and
-// upload into targets: $PI_SANDBOX_SHIM_BIN when set (tests set it), else
-// pi-sandbox-shim next to this executable when it is there, else
-// os.Executable() (the pi-sandbox binary dispatches the shim too, but is
-// larger and slower to start).
-func HostBinary() (string, error) {
-	if p := os.Getenv("PI_SANDBOX_SHIM_BIN"); p != "" {
-		return p, nil
-	}
-	p, err := os.Executable()
-	if err != nil {
-		return "", fmt.Errorf("shim: executable: %w", err)
-	}
-	sib := filepath.Join(filepath.Dir(p), BinaryName)
-	if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-		return sib, nil
-	}
-	return p, nil
-}
-
-// LocalBinary returns a binary that runs the shim on this machine: a slim
-// one ($PI_SANDBOX_SHIM_BIN, or next to this executable) when there is one,
-// else this executable when it dispatches the shim, else "".
-func LocalBinary() string {
-	if p := os.Getenv("PI_SANDBOX_SHIM_BIN"); p != "" {
-		return p
-	}
-	if exe, err := os.Executable(); err == nil {
-		sib := filepath.Join(filepath.Dir(exe), BinaryName)
-		if fi, err := os.Stat(sib); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
-			return sib
-		}
-		if Available() {
-			return exe
-		}
-	}
-	return ""
-}
 
 // Main runs the shim with args (the arguments after "__shim") and returns the
 // process exit status. See the package doc for the protocol.

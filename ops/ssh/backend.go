@@ -18,6 +18,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
 // Backend runs tools on a remote host over SSH: files through SFTP, commands
@@ -32,6 +33,7 @@ type Backend struct {
 	// shimPath is the uploaded shim on the remote host, "" when commands
 	// run under the plain wrapper.
 	shimPath string
+	shimUp   *shim.Upload   // its content, checked before each start
 	h        *helper.Client // the helper session; nil: SFTP and a session per command
 	dispatcher
 
@@ -51,6 +53,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		return nil, ErrNoHost
 	}
 	cfg.withDefaults()
+	if err := checkHostShim(cfg); err != nil {
+		return nil, err
+	}
 	d, err := newDialer(cfg)
 	if err != nil {
 		return nil, err
@@ -67,16 +72,19 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 }
 
 // NewFromClient uses an existing connection, for programs that embed
-// pi-sandbox. Only cfg's WorkDir, KeepAlive, MaxSessionsPerConn and
-// ShimBinary apply. Sessions beyond what client allows wait for a free one:
-// without dial information no more connections are opened, and a dropped
-// client is not replaced. Close leaves client open (unless keepalive found it
+// pi-sandbox. Only cfg's WorkDir, KeepAlive, MaxSessionsPerConn, ShimBinary
+// and NoHelper apply. Sessions beyond what client allows wait for a free
+// one: without dial information no more connections are opened, and a
+// dropped client is not replaced. Close leaves client open (unless keepalive found it
 // dead and closed it).
 func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backend, error) {
 	if client == nil {
 		return nil, fmt.Errorf("sshops: nil client")
 	}
 	cfg.withDefaults()
+	if err := checkHostShim(cfg); err != nil {
+		return nil, err
+	}
 	b := &Backend{cfg: cfg}
 	b.initOps()
 	b.pool = newPool(client.User()+"@"+client.RemoteAddr().String(), nil, cfg)
@@ -88,14 +96,29 @@ func NewFromClient(ctx context.Context, client *ssh.Client, cfg Config) (*Backen
 	return b, nil
 }
 
+// checkHostShim fails, before anything is dialed, when the helper binary
+// is missing on this machine and NoHelper does not waive it.
+func checkHostShim(cfg Config) error {
+	if cfg.NoHelper {
+		return nil
+	}
+	if _, err := (&Backend{cfg: cfg}).hostShim(); err != nil {
+		return fmt.Errorf("sshops: %w", err)
+	}
+	return nil
+}
+
 // probeScript reports what Info needs in one session and makes (or finds)
 // the spill directory, keyed by user@host and the working directory ($2,
 // spillkey), so that it outlives the process: disk-backed under the user's
 // cache directory, else under $TMPDIR. $1 is the shim's content-addressed
-// file name: when a working copy is already next to the spill base
-// directory, no upload is needed. $3 "serve": the session goes on as the
+// file name, $4 and $5 its size and SHA-256: when a copy with exactly that
+// content is already next to the spill base directory, no upload is needed
+// (a copy that differs is uploaded again). Nothing of the copy runs before
+// its bytes are checked, and what runs is the checked descriptor
+// (shim.PinScript), never the path. $3 "serve": the session goes on as the
 // helper when that copy is there (probeServe).
-var probeScript = spillkey.Script + `h=$HOME
+var probeScript = spillkey.Script + shim.PinScript + `h=$HOME
 echo pi-sandbox-probe
 printf 'home=%s\n' "$h"
 printf 'pwd=%s\n' "$(pwd)"
@@ -111,9 +134,15 @@ d=$(mkdir -p "$c" 2>/dev/null && spill_dir "$c" "$2") ||
 d=$(spill_dir "${TMPDIR:-/tmp}" "$2")
 printf 'spill=%s\n' "$d"
 x=${d%/*/*}/$1
-if [ -n "$1" ] && [ -x "$x" ] && "$x" __shim version 2>/dev/null | grep -q '^pi-sandbox-shim '; then
+if [ -n "$1" ]; then
+pin_shim "$x" "$4" "$5"
+case $? in
+0) case $(` + shim.PinExe + ` __shim version 2>/dev/null) in "pi-sandbox-shim "*)
 printf 'shim=%s\n' "$x"
-[ "$3" = serve ] && { echo ` + helper.ServeMarker + `; exec env SHLVL=1 "$x" __shim serve; }
+[ "$3" = serve ] && { echo ` + helper.ServeMarker + `; SHLVL=1; export SHLVL; exec ` + shim.PinExe + ` __shim serve; };;
+esac;;
+2) echo pin=unchecked;;
+esac
 fi
 [ "$3" = serve ] && echo ` + helper.ProbeDoneMarker + `
 true`
@@ -123,11 +152,16 @@ func (b *Backend) probe(ctx context.Context) error {
 	key := spillkey.Key("ssh:"+b.pool.name, b.cfg.WorkDir)
 	// Where the helper will serve, the probe's session becomes it: the
 	// login shell and its rc files run once for the session's start.
+	size, sum := "0", "-"
+	if sh.up != nil {
+		size, sum = strconv.FormatInt(sh.up.Size, 10), sh.up.Sum
+	}
 	cmd := "exec /bin/sh -c " + shquote.Quote(probeScript) + " probe " + shquote.Quote(sh.name) + " " + key
+	tail := " " + size + " " + sum
 	var out []byte
 	var open io.ReadWriteCloser // the probe's session gone on as the helper
 	if !b.cfg.NoHelper && shimErr == nil && sh.name != "" {
-		o, s, err := b.probeServe(ctx, cmd+" serve")
+		o, s, err := b.probeServe(ctx, cmd+" serve"+tail)
 		if err != nil {
 			return fmt.Errorf("sshops: probe: %w", err)
 		}
@@ -142,7 +176,7 @@ func (b *Backend) probe(ctx context.Context) error {
 		}
 	} else {
 		var err error
-		if out, err = b.runShort(ctx, cmd); err != nil {
+		if out, err = b.runShort(ctx, cmd+" -"+tail); err != nil {
 			return fmt.Errorf("sshops: probe: %w", err)
 		}
 	}
@@ -191,6 +225,9 @@ func (b *Backend) probe(ctx context.Context) error {
 	}
 	b.info = info
 	start := func() {
+		if shimErr == nil && kv["pin"] == "unchecked" {
+			shimErr = shim.ErrPinUnchecked
+		}
 		b.setupShim(ctx, sh, shimErr, kv["shim"])
 		b.startHelper(ctx, open)
 		open = nil

@@ -65,18 +65,20 @@ type Config struct {
 	// MaxConns caps the connections to the host. Zero: 16.
 	MaxConns int
 
-	// ShimBinary is the local path of a static linux pi-sandbox binary,
-	// uploaded by SFTP (once per host: the remote path is content addressed)
-	// to run commands under the shim, which also kills processes that call
-	// setsid themselves. Zero: shim.HostBinary(). When the remote OS or
-	// architecture differ, or the upload or a test run fails, commands run
-	// under the plain wrapper and Info.Limits says why.
+	// ShimBinary is the local path of the static helper binary
+	// (pi-sandbox-shim), uploaded by SFTP (once per host: the remote path is
+	// content addressed); it serves the helper and runs commands under the
+	// shim, which also kills processes that call setsid themselves. Zero:
+	// shim.HostBinary(). Without a usable one New fails with a
+	// *shim.BinaryError unless NoHelper is set. When the remote OS or
+	// architecture differ, or the upload or a test run fails, the fallback
+	// path serves and Info.Limits says why.
 	ShimBinary string
-	// NoShim disables the shim (and with it the helper).
-	NoShim bool
-	// NoHelper serves every operation through SFTP and one session per
-	// command (the fallback path) instead of the long-lived helper session.
-	// Zero: the helper, when the shim runs on the host.
+	// NoHelper asks for the fallback path: SFTP and one session per command
+	// instead of the long-lived helper session, and the helper binary is
+	// not required. Commands still run under the shim when the binary is
+	// there; without it a process that calls setsid itself survives a kill,
+	// and Info.Limits says so.
 	NoHelper bool
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).

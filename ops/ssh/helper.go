@@ -3,6 +3,7 @@ package sshops
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/dispatch"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -31,14 +33,24 @@ var (
 	_ ops.ProcessLister = (*Backend)(nil)
 )
 
-// helperCommand starts the helper through the login shell. The marker comes
-// first on stdout so that what rc files print is skipped. The commands'
-// bash must not source ~/.bashrc again (it does when SSH_CLIENT is set and
-// SHLVL says it is the top-level shell): the login shell's exec lowers
-// SHLVL by one, so 2 here is 1 in the helper, and each command's bash
-// counts 2.
-func helperCommand(shimPath string) string {
-	return "printf '" + outMarker + "'; SHLVL=2; export SHLVL; exec " + shquote.Quote(shimPath) + " __shim serve"
+// helperCommand starts the helper through the login shell and /bin/sh. The
+// cached binary's bytes are checked first, on an open descriptor, and the
+// descriptor runs (shim.PinScript): a command of an earlier session that
+// replaced the file gets nothing of it run. A binary that differs ends the
+// session before the marker, and the helper's Restore uploads it again.
+// The marker comes first on stdout so that what rc files print is skipped.
+// The commands' bash must not source ~/.bashrc again (it does when
+// SSH_CLIENT is set and SHLVL says it is the top-level shell): SHLVL is 1
+// in the helper, and each command's bash counts 2.
+func helperCommand(shimPath string, up *shim.Upload) string {
+	script := shim.PinScript + `pin_shim "$1" "$2" "$3"
+case $? in
+0) ;;
+2) echo "sshops: ` + shim.ErrPinUnchecked.Error() + `" >&2; exit 1;;
+*) echo "sshops: $1 is not the uploaded helper binary (sha256 $3)" >&2; exit 1;;
+esac
+printf '` + outMarker + `'; SHLVL=1; export SHLVL; exec ` + shim.PinExe + ` __shim serve`
+	return "exec /bin/sh -c " + shquote.Quote(script) + " helper " + up.PinArgs(shimPath)
 }
 
 // open is the probe's session gone on as the helper, or nil; the probe
@@ -48,7 +60,7 @@ func (b *Backend) startHelper(ctx context.Context, open io.ReadWriteCloser) {
 	case b.cfg.NoHelper:
 		b.info.Limits = append(b.info.Limits, "no helper (disabled): each command opens a session through the login shell")
 		return
-	case b.shimPath == "":
+	case b.shimPath == "" || b.shimUp == nil:
 		b.info.Limits = append(b.info.Limits, "no helper (no shim on the host): each command opens a session through the login shell")
 		return
 	}
@@ -83,14 +95,14 @@ func (b *Backend) restoreHelper(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.shimPath = p
+	b.shimPath, b.shimUp = p, h.up
 	return nil
 }
 
 // dialHelper opens the helper's session and returns its stdio, past the
 // marker.
 func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
-	s, c, pipes, err := b.startSession(ctx, helperCommand(b.shimPath))
+	s, c, pipes, err := b.startSession(ctx, helperCommand(b.shimPath, b.shimUp))
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +140,8 @@ func (b *Backend) probeServe(ctx context.Context, command string) ([]byte, *help
 	out, serving, err := helper.ReadProbe(br)
 	if !stop() {
 		err = ops.Canceled(ctx)
+	} else if errors.Is(err, helper.ErrProbeOutput) {
+		err = fmt.Errorf("%w: %w", err, ops.ErrTransport)
 	} else if err != nil {
 		err = fmt.Errorf("the probe session ended early: %s: %w", strings.TrimSpace(st.String()), ops.ErrTransport)
 	}

@@ -2,6 +2,7 @@ package sshops
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ func (b fallback) Run(ctx context.Context, cmd *ops.Cmd) error {
 		sctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
 		defer cancel()
 	}
-	s, c, pipes, err := b.startSession(sctx, remoteCommand(dir, b.info.Shell, b.shimPath, cmd.Command, env))
+	s, c, pipes, err := b.startSession(sctx, remoteCommand(dir, b.info.Shell, b.shimPath, b.shimUp, cmd.Command, env))
 	if err != nil {
 		if ctx.Err() == nil && sctx.Err() != nil {
 			return &ops.TimeoutError{Limit: cmd.Timeout}
@@ -344,6 +345,8 @@ func (r *runState) readControl(stderr io.Reader) {
 			switch {
 			case f[1] == "chdir" && len(f) > 2:
 				err = ops.PathError("chdir", r.dir, ops.Errno(f[2]))
+			case f[1] == "shim":
+				err = fmt.Errorf("sshops: the helper binary %s on the remote host is not the one uploaded (changed since) and was not run; the next session uploads it again", r.b.shimPath)
 			default:
 				err = fmt.Errorf("sshops: %s not found on the remote host", f[1])
 			}
@@ -474,8 +477,31 @@ func (r *runState) stop() {
 	r.s.Close()
 }
 
+// maxShortOutput bounds what a short command (a probe, a version check)
+// may print: the target is not trusted.
+const maxShortOutput = 1 << 20
+
+// shortOutput collects a short command's output up to maxShortOutput,
+// then closes over.
+type shortOutput struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	over chan struct{}
+	once sync.Once
+}
+
+func (o *shortOutput) Write(p []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.buf.Len()+len(p) > maxShortOutput {
+		o.once.Do(func() { close(o.over) })
+		return 0, errors.New("over the bound")
+	}
+	return o.buf.Write(p)
+}
+
 // runShort runs a short command in a session of its own and returns its
-// combined output.
+// combined output; one that prints more than maxShortOutput is ended.
 func (b *Backend) runShort(ctx context.Context, command string) ([]byte, error) {
 	s, c, err := b.pool.session(ctx)
 	if err != nil {
@@ -488,11 +514,19 @@ func (b *Backend) runShort(ctx context.Context, command string) ([]byte, error) 
 		err error
 	}
 	ch := make(chan res, 1)
+	out := &shortOutput{over: make(chan struct{})}
+	s.Stdout, s.Stderr = out, out
 	go func() {
-		out, err := s.CombinedOutput(command)
-		ch <- res{out, err}
+		err := s.Run(command)
+		out.mu.Lock()
+		data := bytes.Clone(out.buf.Bytes())
+		out.mu.Unlock()
+		ch <- res{data, err}
 	}()
 	select {
+	case <-out.over:
+		s.Close()
+		return nil, fmt.Errorf("sshops: the output of a short command exceeds 1 MiB")
 	case r := <-ch:
 		if r.err != nil && c.isDead() {
 			return r.out, b.pool.transportErr("exec", r.err)

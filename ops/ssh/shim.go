@@ -3,6 +3,7 @@ package sshops
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -24,13 +25,19 @@ type hostShimBinary struct {
 	up   *shim.Upload
 }
 
-// hostShim hashes the binary to upload (once per path and version).
+// hostShim finds and hashes the binary to upload (once per path and
+// version). Without a usable one it fails; with NoHelper the error is the
+// short reason Info.Limits give.
 func (b *Backend) hostShim() (hostShimBinary, error) {
-	if b.cfg.NoShim {
-		return hostShimBinary{}, nil
+	p, err := shim.HostBinaryAt(b.cfg.ShimBinary)
+	var u *shim.Upload
+	if err == nil {
+		u, err = shim.ReadUpload(p)
 	}
-	u, err := shim.ReadUpload(b.cfg.ShimBinary)
 	if err != nil {
+		if b.cfg.NoHelper {
+			err = errors.New(shim.LimitReason(err))
+		}
 		return hostShimBinary{}, err
 	}
 	return hostShimBinary{path: u.Path, name: "shim-" + u.Sum[:16], up: u}, nil
@@ -40,10 +47,6 @@ func (b *Backend) hostShim() (hostShimBinary, error) {
 // uploads it; on any failure commands run under the plain wrapper and
 // Info.Limits says why.
 func (b *Backend) setupShim(ctx context.Context, h hostShimBinary, hostErr error, found string) {
-	if b.cfg.NoShim {
-		b.info.Limits = append(b.info.Limits, noShimLimit+" (disabled)")
-		return
-	}
 	p, err := found, hostErr
 	if err == nil && found == "" {
 		p, err = b.uploadShim(ctx, h)
@@ -52,13 +55,13 @@ func (b *Backend) setupShim(ctx context.Context, h hostShimBinary, hostErr error
 		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
 		return
 	}
-	b.shimPath = p
+	b.shimPath, b.shimUp = p, h.up
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
 }
 
 // uploadShim copies the binary by SFTP next to the spill directories (the
 // user's cache: disk-backed and, unlike many /tmp mounts, not noexec) under
-// its content address, and checks that it runs there.
+// its content address, and checks that the bytes arrived and run there.
 func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, error) {
 	if b.info.OS != "linux" {
 		return "", fmt.Errorf("remote OS is %q", b.info.OS)
@@ -92,7 +95,14 @@ func (b *Backend) uploadShim(ctx context.Context, h hostShimBinary) (string, err
 	if err != nil {
 		return "", fmt.Errorf("upload: %w", err)
 	}
-	out, err := b.runShort(ctx, shquote.Quote(target)+" __shim version 2>&1")
+	check := shim.PinScript + `pin_shim "$1" "$2" "$3"; s=$?
+[ $s = 2 ] && { echo pin=unchecked; exit 1; }
+[ $s = 0 ] || { echo "the uploaded file differs"; exit 1; }
+exec ` + shim.PinExe + ` __shim version 2>&1`
+	out, err := b.runShort(ctx, "exec /bin/sh -c "+shquote.Quote(check)+" check "+h.up.PinArgs(target))
+	if strings.Contains(string(out), "pin=unchecked") {
+		return "", shim.ErrPinUnchecked
+	}
 	if err != nil || !strings.Contains(string(out), "pi-sandbox-shim ") {
 		return "", fmt.Errorf("%s does not run: %v %s", target, err, bytes.TrimSpace(out))
 	}

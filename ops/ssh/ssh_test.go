@@ -362,3 +362,26 @@ func TestLoginShellOncePerSession(t *testing.T) {
 		t.Fatalf("the session's start and 3 commands ran ~/.bashrc %d times, want 1", n)
 	}
 }
+
+// TestEndlessRC logs in as a user whose ~/.bashrc prints without end: the
+// session's start fails with the bound it broke, with and without the
+// helper, instead of filling the host's memory.
+func TestEndlessRC(t *testing.T) {
+	s := sshtest.StartWith(t, sshtest.Options{BashRC: "yes rc-noise-rc-noise-rc-noise"})
+	s.NeedDedicated(t)
+	for _, noHelper := range []bool{false, true} {
+		cfg := s.Config()
+		cfg.WorkDir = s.TempDir(t)
+		cfg.NoHelper = noHelper
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		b, err := sshops.New(ctx, cfg)
+		cancel()
+		if err == nil {
+			b.Close()
+			t.Fatalf("NoHelper %v: the backend opened", noHelper)
+		}
+		if !strings.Contains(err.Error(), "exceeds") {
+			t.Fatalf("NoHelper %v: %v", noHelper, err)
+		}
+	}
+}

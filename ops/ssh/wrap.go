@@ -6,6 +6,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
 // wrapScript runs one command in its own process group and reports on the
@@ -34,7 +35,10 @@ import (
 // shell, and the login shell's exec reset SHLVL. What the login shell's rc
 // file exported (PATH from nvm or pyenv) is inherited anyway.
 //
-// With a shim (ops/shim, uploaded by New) the session leader is the shim,
+// With a shim (ops/shim, uploaded by New) its cached binary's bytes are
+// checked first ($5 its size, $6 its SHA-256) and the checked descriptor
+// runs, never the path (shim.PinScript); a binary that differs is reported
+// as "pi-sandbox-ssh: start shim". The session leader is then the shim,
 // which also kills processes that called setsid themselves; its own
 // reports ("pi-sandbox-shim: exited N", "pi-sandbox-shim: start: ...") join
 // the control channel.
@@ -44,19 +48,20 @@ import (
 // group gets SIGKILL. In a non-interactive shell a background job is not a
 // group leader, so `setsid CMD &` does not fork again and $! is the group.
 // Written for POSIX sh and busybox (`kill -9 -PGID`, no `--`, no setsid -w).
-const wrapScript = `printf '` + outMarker + `'
+const wrapScript = shim.PinScript + `printf '` + outMarker + `'
 exec 3>&2 2>/dev/null 4<&0 </dev/null
 if ! cd "$1"; then
 if [ ! -e "$1" ]; then e=ENOENT; elif [ ! -d "$1" ]; then e=ENOTDIR; else e=EACCES; fi
 printf 'pi-sandbox-ssh: start chdir %s\n' "$e" >&3; exit 127
 fi
 command -v setsid >/dev/null || { printf 'pi-sandbox-ssh: start setsid\n' >&3; exit 127; }
-s=$2 c=$3 x=$4; shift 4
+if [ -n "$4" ] && ! pin_shim "$4" "$5" "$6"; then printf 'pi-sandbox-ssh: start shim\n' >&3; exit 127; fi
+s=$2 c=$3 x=$4; shift 6
 SHLVL=1; export SHLVL
 for kv; do export "$kv"; done
 {
 if [ -n "$x" ]; then
-setsid "$x" __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
+setsid ` + shim.PinExe + ` __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
 else
 setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
 fi
@@ -88,7 +93,7 @@ const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while [ $n -lt 40 ]; do
 // remoteCommand is the exec request for one Run. sshd hands it to the user's
 // login shell, so everything is quoted for a POSIX shell and the wrapper runs
 // under /bin/sh whatever the login shell is.
-func remoteCommand(dir, shell, shimPath, command string, env []string) string {
+func remoteCommand(dir, shell, shimPath string, up *shim.Upload, command string, env []string) string {
 	var b strings.Builder
 	b.WriteString("exec /bin/sh -c ")
 	b.WriteString(shquote.Quote(wrapScript))
@@ -99,7 +104,11 @@ func remoteCommand(dir, shell, shimPath, command string, env []string) string {
 	b.WriteByte(' ')
 	b.WriteString(shquote.Quote(command))
 	b.WriteByte(' ')
-	b.WriteString(shquote.Quote(shimPath))
+	if shimPath != "" && up != nil {
+		b.WriteString(up.PinArgs(shimPath))
+	} else {
+		b.WriteString("'' 0 -")
+	}
 	for _, kv := range env {
 		b.WriteByte(' ')
 		b.WriteString(shquote.Quote(kv))

@@ -488,7 +488,7 @@ func TestTable(t *testing.T) {
 		{"beneath", false, false, openSet},
 		{"beneath-no-openat2", true, false, openSet},
 		{"confine", false, true, func(t *testing.T, tr tree) fsys {
-			lb, err := local.New(context.Background(), local.Config{WorkDir: tr.W, NoShim: true})
+			lb, err := local.New(context.Background(), local.Config{WorkDir: tr.W, NoHelper: true})
 			if err != nil {
 				t.Fatal(err)
 			}

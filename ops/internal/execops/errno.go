@@ -44,6 +44,8 @@ var messages = []struct {
 	{"Invalid cross-device link", ops.EXDEV},
 	{"Cross-device link", ops.EXDEV},
 	{"Invalid argument", ops.EINVAL},
+	{"Too many open files in system", ops.ENFILE},
+	{"Too many open files", ops.EMFILE},
 	{"Input/output error", ops.EIO},
 	{"I/O error", ops.EIO},
 }

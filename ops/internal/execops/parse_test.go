@@ -30,6 +30,8 @@ func TestErrnoFromStderr(t *testing.T) {
 		{"stat: /xxx: File name too long\n", ops.ENAMETOOLONG},
 		{"rmdir: '/d': Directory not empty\n", ops.ENOTEMPTY},
 		{"mkdir: cannot create directory '/f': File exists\n", ops.EEXIST},
+		{"cat: can't open '/x': Too many open files\n", ops.EMFILE},
+		{"cat: can't open '/x': Too many open files in system\n", ops.ENFILE},
 		{"noise\n" + errnoMarker + "EISDIR\n", ops.EISDIR},
 		{"something else\n", ""},
 	} {

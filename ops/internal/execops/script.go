@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -25,7 +26,40 @@ const (
 	readyMarker = "pi-sandbox-ready"
 	// abortKillWait bounds the kill exec of an aborted call.
 	abortKillWait = 5 * time.Second
+	// maxScriptOutput bounds what a script prints on stdout (a large
+	// directory's listing is the most): the target is not trusted.
+	maxScriptOutput = 16 << 20
+	// maxStderrHead and maxStderrTail bound what is kept of a script's
+	// stderr: its start (the pid line, the messages) and its end (the
+	// status line).
+	maxStderrHead = 32 << 10
+	maxStderrTail = 4 << 10
 )
+
+// errOutputBound stops the copy of a script's stdout past
+// maxScriptOutput.
+var errOutputBound = errors.New("over the bound")
+
+// boundedBuffer is a bytes.Buffer that refuses to grow past max, and then
+// closes over. It has no ReadFrom, which would take past the bound.
+type boundedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over chan struct{}
+	once sync.Once
+}
+
+func newBoundedBuffer(max int) *boundedBuffer {
+	return &boundedBuffer{max: max, over: make(chan struct{})}
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	if b.buf.Len()+len(p) > b.max {
+		b.once.Do(func() { close(b.over) })
+		return 0, errOutputBound
+	}
+	return b.buf.Write(p)
+}
 
 // Result is the outcome of a short script.
 type Result struct {
@@ -144,8 +178,8 @@ func (o *Ops) Script(ctx context.Context, body string, stdin io.Reader) (*Result
 
 // ScriptAs is Script, as root when root is set.
 func (o *Ops) ScriptAs(ctx context.Context, root bool, body string, stdin io.Reader) (*Result, error) {
-	var out bytes.Buffer
-	c, err := o.startScript(ctx, root, body, stdin, false, &out)
+	out := newBoundedBuffer(maxScriptOutput)
+	c, err := o.startScript(ctx, root, body, stdin, false, out)
 	if err != nil {
 		return nil, err
 	}
@@ -155,12 +189,17 @@ func (o *Ops) ScriptAs(ctx context.Context, root bool, body string, stdin io.Rea
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	go c.closeAfterExit(wctx)
-	<-c.p.Done()
+	select {
+	case <-c.p.Done():
+	case <-out.over:
+		c.abort()
+		return nil, fmt.Errorf("%s: a script's output exceeds 16 MiB", o.cfg.Name)
+	}
 	if ctx.Err() != nil {
 		c.abort()
 		return nil, context.Cause(ctx)
 	}
-	res := &Result{Stdout: out.Bytes()}
+	res := &Result{Stdout: out.buf.Bytes()}
 	code, stderr, ok := c.ew.result()
 	res.Stderr = stderr
 	if ok {
@@ -183,7 +222,9 @@ func (o *Ops) ScriptAs(ctx context.Context, root bool, body string, stdin io.Rea
 // ready marker and the status line.
 type stderrWatch struct {
 	mu    sync.Mutex
-	buf   strings.Builder
+	buf   strings.Builder // the first maxStderrHead bytes
+	tail  []byte          // then the last maxStderrTail bytes
+	cut   bool            // bytes between buf and tail were dropped
 	pid   int
 	ready chan struct{}
 	once  sync.Once
@@ -194,7 +235,19 @@ func newStderrWatch() *stderrWatch { return &stderrWatch{ready: make(chan struct
 func (w *stderrWatch) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf.Write(p)
+	n := len(p)
+	if room := maxStderrHead - w.buf.Len(); room > 0 {
+		k := min(room, len(p))
+		w.buf.Write(p[:k])
+		p = p[k:]
+	}
+	if len(p) > 0 {
+		w.tail = append(w.tail, p...)
+		if over := len(w.tail) - maxStderrTail; over > 0 {
+			w.tail = append(w.tail[:0], w.tail[over:]...)
+			w.cut = true
+		}
+	}
 	s := w.buf.String()
 	if w.pid == 0 {
 		if rest, ok := strings.CutPrefix(s, pidPrefix); ok {
@@ -210,13 +263,25 @@ func (w *stderrWatch) Write(p []byte) (int, error) {
 	if strings.Contains(s, readyMarker+"\n") {
 		w.once.Do(func() { close(w.ready) })
 	}
-	return len(p), nil
+	return n, nil
+}
+
+// text is what is kept of stderr.
+func (w *stderrWatch) text() string {
+	if len(w.tail) == 0 {
+		return w.buf.String()
+	}
+	sep := ""
+	if w.cut {
+		sep = "\n[...]\n"
+	}
+	return w.buf.String() + sep + string(w.tail)
 }
 
 // line returns the rest of the first line that starts with prefix, or "".
 func (w *stderrWatch) line(prefix string) string {
 	w.mu.Lock()
-	s := w.buf.String()
+	s := w.text()
 	w.mu.Unlock()
 	for l := range strings.Lines(s) {
 		if rest, ok := strings.CutPrefix(l, prefix); ok {
@@ -236,7 +301,7 @@ func (w *stderrWatch) pidOf() int {
 // false when the status line is missing.
 func (w *stderrWatch) result() (code int, stderr string, ok bool) {
 	w.mu.Lock()
-	s := w.buf.String()
+	s := w.text()
 	w.mu.Unlock()
 	if rest, ok := strings.CutPrefix(s, pidPrefix); ok {
 		if _, after, ok := strings.Cut(rest, "\n"); ok {

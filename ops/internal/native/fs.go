@@ -28,19 +28,24 @@ func mapErr(op, path string, err error) error {
 			// over NAME_MAX; the kernel's answer elsewhere is this.
 			se = syscall.ENAMETOOLONG
 		}
-		code := ops.FromSyscall(se)
-		if code == "" {
-			code = ops.Errno(unix.ErrnoName(se))
-			if code == "" {
-				code = ops.EIO
-			}
-		}
-		return ops.PathError(op, path, code)
+		return ops.PathError(op, path, ErrnoCode(se))
 	}
 	if c := ops.ErrnoOf(err); c != "" {
 		return ops.PathError(op, path, c)
 	}
 	return err
+}
+
+// ErrnoCode is ops.FromSyscall's code for e, else its name ("EPROTO"),
+// else EIO: a failure keeps what it was.
+func ErrnoCode(e syscall.Errno) ops.Errno {
+	if c := ops.FromSyscall(e); c != "" {
+		return c
+	}
+	if name := unix.ErrnoName(e); name != "" {
+		return ops.Errno(name)
+	}
+	return ops.EIO
 }
 
 // Open opens name for reading. A directory is EISDIR (Op "read"), as in Node.

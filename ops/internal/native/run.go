@@ -30,6 +30,10 @@ const (
 	drainLimit = time.Second
 )
 
+// limitsNote ends the output of a command that changed the resource
+// limits of the pooled shim that ran it.
+const limitsNote = "\n[pi-sandbox: this command changed the resource limits of the process that started it (%s): that process was replaced; later commands start with the sandbox's limits]\n"
+
 // maxArgCommand is the longest command passed as an argument; a longer one
 // goes through a file (Linux allows 128 KiB per argument).
 const maxArgCommand = 96 << 10
@@ -97,6 +101,11 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 			}
 			shimArgs = append(shimArgs, "--lifeline", "3")
 		}
+		if c.Timeout > 0 {
+			// A timeout bounds output that keeps coming after the exit,
+			// as in pi ("… kept writing output until the timeout").
+			shimArgs = append(shimArgs, "--output-limit", "0")
+		}
 	}
 	env := mergeEnv(base, c.Env)
 	if shimPath != "" && shimEnvExtra != "" && !hasKey(env, "GORACE") {
@@ -142,7 +151,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 			cmd.Stderr = diag.w
 		}
 		start = time.Now()
-		err = cmd.Start()
+		err = startOwn(cmd)
 		pw.Close()
 		if diag != nil {
 			diag.started()
@@ -161,7 +170,7 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 			return startError(dir, b.shell, err)
 		}
 		ch := make(chan error, 1)
-		go func() { ch <- cmd.Wait() }()
+		go func() { ch <- waitOwn(cmd) }()
 		waitCh = ch
 	}
 	pgid := cmd.Process.Pid
@@ -196,6 +205,8 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		shimEnd     *shimDone  // the shim's last word: its exit follows, off the call's path
 		grace       *time.Timer
 		graceC      <-chan time.Time
+		limit       *time.Timer
+		limitC      <-chan time.Time
 		readDoneSel = pm.done
 	)
 	// ended records the command's end (the shim's "done" line or the
@@ -209,11 +220,21 @@ func (b *Backend) run(ctx context.Context, c *ops.Cmd, base []string, shimPath s
 		}
 		grace = time.NewTimer(ops.ExitGrace)
 		graceC = grace.C
+		if diag == nil && c.Timeout <= 0 {
+			// Without the shim (which bounds it itself), output that
+			// keeps coming after the exit ends a call without a timeout
+			// after ops.ExitOutputLimit; the group kill ends its writers.
+			limit = time.NewTimer(ops.ExitOutputLimit)
+			limitC = limit.C
+		}
 		return false
 	}
 	defer func() {
 		if grace != nil {
 			grace.Stop()
+		}
+		if limit != nil {
+			limit.Stop()
 		}
 	}()
 loop:
@@ -265,6 +286,8 @@ loop:
 				continue
 			}
 			break loop
+		case <-limitC:
+			break loop
 		}
 	}
 
@@ -309,6 +332,10 @@ loop:
 		// The final group kill, always: without the background registry,
 		// what the command left running dies with the call.
 		killGroups(groups...)
+	}
+	if warm == nil && diag != nil && diag.limits != "" {
+		// The pooled shim ended instead of waiting for the next run.
+		fmt.Fprintf(out, limitsNote, diag.limits)
 	}
 	if diag != nil && diag.startErr != nil && exited {
 		return &ops.StartError{Err: diag.startErr}

@@ -37,7 +37,8 @@ type shimDiag struct {
 	reusable atomic.Bool   // a pooled shim waits for its next run (warm.go)
 	group    atomic.Int64  // a pooled shim's command: its process group
 	done     chan struct{}
-	startErr error // set before done is closed
+	startErr error  // set before done is closed
+	limits   string // a pooled shim's "limits changed" report; set before done is closed
 }
 
 func newShimDiag() (*shimDiag, error) {
@@ -98,6 +99,10 @@ func (d *shimDiag) read() {
 			if pid, err := strconv.Atoi(v); err == nil && pid > 0 {
 				d.group.Store(int64(pid))
 			}
+			continue
+		}
+		if v, ok := strings.CutPrefix(line, "limits changed "); ok {
+			d.limits = v
 			continue
 		}
 		if line == "reusable" {

@@ -197,6 +197,12 @@ func (b *Backend) startPooled(shimPath string, args, env []string) (*warmShim, *
 			}
 			fresh = true
 		}
+		if !fresh && w.limitsChanged() {
+			// A command (of a call in parallel) lowered its limits while
+			// it was idle: the next command would inherit them.
+			go w.discard()
+			continue
+		}
 		out, d, err := w.start(args, env)
 		switch {
 		case err == nil:
@@ -247,14 +253,14 @@ func (b *Backend) startWarm() (*warmShim, error) {
 		cmd.Env = append(cmd.Env, shimEnvExtra)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	err = cmd.Start()
+	err = startOwn(cmd)
 	theirs.Close()
 	if err != nil {
 		ours.Close()
 		return nil, err
 	}
 	w := &warmShim{cmd: cmd, ctl: ours, waitCh: make(chan error, 1)}
-	go func() { w.waitCh <- cmd.Wait() }()
+	go func() { w.waitCh <- waitOwn(cmd) }()
 	return w, nil
 }
 
@@ -315,6 +321,16 @@ func sendRights(f *os.File, p []byte, fds ...int) error {
 		return err
 	}
 	return serr
+}
+
+// limitsChanged reports whether w's resource limits differ from this
+// process's, which it inherited: 16 prlimit calls, microseconds. A shim
+// checks its own after each run (it started a Go runtime, which raises its
+// soft limit of open files: that one is not compared here). A command
+// that changes them between this check and its run's start affects that
+// run only: the shim sees the change when the run ends.
+func (w *warmShim) limitsChanged() bool {
+	return OwnLimits().changed(ProcessLimits(w.cmd.Process.Pid), true) != ""
 }
 
 // discard ends a shim that will not run anything more: end of its input

@@ -191,16 +191,34 @@ func TestPooledShimsTrimmed(t *testing.T) {
 // not only the shim's.
 func TestPooledShimStoppedByItsCommand(t *testing.T) {
 	b := open(t, pooled)
-	// The pid goes to a file: output still in the stopped shim's pipe is lost.
-	err := b.Run(t.Context(), &ops.Cmd{Command: "echo $$ > pid; kill -STOP $PPID; sleep 30", Timeout: 300 * time.Millisecond})
-	var te *ops.TimeoutError
-	if !errors.As(err, &te) {
-		t.Fatalf("Run: %v, want a timeout", err)
+	// The pid goes to a file: output still in the stopped shim's pipe is
+	// lost. The call is cancelled once the command has stopped its shim
+	// (the readiness marker: the file written, the parent in state T), so
+	// a slow start under load cannot end it earlier.
+	pidFile := filepath.Join(b.Info().WorkDir, "pid")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	ready := make(chan int, 1)
+	go func() {
+		defer cancel()
+		for ctx.Err() == nil {
+			data, _ := os.ReadFile(pidFile)
+			if p, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && strings.HasSuffix(string(data), "\n") && stopped(parentOf(p)) {
+				ready <- p
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		ready <- 0
+	}()
+	err := b.Run(ctx, &ops.Cmd{Command: "echo $$ > pid; kill -STOP $PPID; sleep 30", Timeout: time.Minute})
+	cancel()
+	pid := <-ready
+	if err == nil || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run: %v, want it cancelled", err)
 	}
-	data, _ := os.ReadFile(filepath.Join(b.Info().WorkDir, "pid"))
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file %q", data)
+	if pid == 0 {
+		t.Fatalf("the call ended before its command stopped its shim")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for testenv.Alive(pid) {
@@ -212,4 +230,37 @@ func TestPooledShimStoppedByItsCommand(t *testing.T) {
 	if _, out := shimOf(t, b, "echo ok"); out != "ok\n" {
 		t.Fatalf("the next command: %q", out)
 	}
+}
+
+// parentOf returns pid's parent (0 when it cannot be read).
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	p, _ := strconv.Atoi(f[1])
+	return p
+}
+
+// stopped reports whether pid is in state T (stopped).
+func stopped(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'T'
 }

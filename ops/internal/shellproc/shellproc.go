@@ -227,6 +227,10 @@ func (c *Control) ParseLine(line, dir string) {
 		if i := strings.LastIndex(rest, ": "); i > 0 {
 			op, p, _ := strings.Cut(rest[:i], " ")
 			c.Start = ops.PathError(op, p, ops.Errno(rest[i+2:]))
+			if rest[i+2:] == "EAGAIN" {
+				// fork/clone: a pids limit or RLIMIT_NPROC.
+				c.Start = fmt.Errorf("%w (%w)", ops.ErrProcessLimit, c.Start)
+			}
 		}
 		return
 	}

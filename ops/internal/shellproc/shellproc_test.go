@@ -355,3 +355,17 @@ func TestParseControlForkFailed(t *testing.T) {
 		t.Error("ForkFailed set without a fork failure")
 	}
 }
+
+// TestParseControlShimStartEAGAIN: the shim's clone of the shell failing
+// with EAGAIN (a pids limit) is the process limit, still naming the shell.
+func TestParseControlShimStartEAGAIN(t *testing.T) {
+	c := ParseControl([]byte(shimStartPrefix+"exec /bin/sh: EAGAIN\n"), "/w")
+	var pe *fs.PathError
+	if !errors.Is(c.Start, ops.ErrProcessLimit) || !errors.As(c.Start, &pe) || pe.Path != "/bin/sh" {
+		t.Fatalf("Start = %v, want ops.ErrProcessLimit wrapping the shell's *fs.PathError", c.Start)
+	}
+	c = ParseControl([]byte(shimStartPrefix+"chdir /w/x: ENOENT\n"), "/w")
+	if errors.Is(c.Start, ops.ErrProcessLimit) || !errors.Is(c.Start, fs.ErrNotExist) {
+		t.Fatalf("Start = %v, want a missing directory", c.Start)
+	}
+}

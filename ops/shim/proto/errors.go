@@ -18,6 +18,8 @@ import (
 //   - "pattern": another invalid pattern (ops.ErrBadPattern)
 //   - "unsupported": ops.ErrUnsupported
 //   - "conflict": an edit whose file changed under it (ErrConflict)
+//   - "locked": an edit that gave up waiting for its directory's lock
+//     (*ops.LockedError, Path the directory)
 //   - anything else: a plain error with Msg
 type Error struct {
 	Kind     string `json:"kind"`
@@ -43,6 +45,10 @@ func FromError(err error) *Error {
 		return &Error{Kind: "regex", Path: Str(pe0.Pattern), Msg: pe0.Detail}
 	case errors.As(err, &ge0):
 		return &Error{Kind: "glob", Path: Str(ge0.Glob), Msg: ge0.Detail}
+	}
+	var le *ops.LockedError
+	if errors.As(err, &le) {
+		return &Error{Kind: "locked", Path: Str(le.Dir)}
 	}
 	var oe *ops.OutsideRootError
 	if errors.As(err, &oe) {
@@ -71,11 +77,28 @@ func FromError(err error) *Error {
 	return &Error{Kind: "other", Msg: err.Error()}
 }
 
-// Err decodes e. roots fills an OutsideRootError's list of roots.
+// MaxErrorText bounds an error text the client takes from the target (a
+// message, a path): longer ones are cut.
+const MaxErrorText = 4 << 10
+
+// ClipText cuts s to at most MaxErrorText bytes, saying so.
+func ClipText(s string) string {
+	const note = " [cut]"
+	if len(s) <= MaxErrorText {
+		return s
+	}
+	return s[:MaxErrorText-len(note)] + note
+}
+
+// Err decodes e, its texts cut to MaxErrorText. roots fills an
+// OutsideRootError's list of roots.
 func (e *Error) Err(roots []ops.Root) error {
 	if e == nil {
 		return nil
 	}
+	c := *e
+	c.Op, c.Path, c.Errno, c.Resolved, c.Msg = ClipText(c.Op), Str(ClipText(string(c.Path))), ClipText(c.Errno), Str(ClipText(string(c.Resolved))), ClipText(c.Msg)
+	e = &c
 	switch e.Kind {
 	case "path":
 		return ops.PathError(e.Op, string(e.Path), ops.Errno(e.Errno))
@@ -91,7 +114,8 @@ func (e *Error) Err(roots []ops.Root) error {
 		return fmt.Errorf("%w: %s", ops.ErrUnsupported, e.Msg)
 	case "conflict":
 		return fmt.Errorf("%w: %s", ops.ErrConflict, e.Path)
-
+	case "locked":
+		return &ops.LockedError{Dir: string(e.Path)}
 	}
 	return errors.New(e.Msg)
 }

@@ -319,6 +319,16 @@ const (
 // MaxFrame bounds a frame's payload.
 const MaxFrame = 1 << 20
 
+// FrameSizeError reports a frame whose length is over MaxFrame: ReadFrame
+// reads none of it.
+type FrameSizeError struct {
+	Size uint32
+}
+
+func (e *FrameSizeError) Error() string {
+	return fmt.Sprintf("proto: a frame of %d bytes exceeds the 1 MiB bound", e.Size)
+}
+
 // RunEnd is the outcome of a command.
 type RunEnd struct {
 	// Kind is "exit" (Code, Signal, OOM), "timeout", "canceled", "start"
@@ -365,7 +375,7 @@ func ReadFrame(r io.Reader, buf []byte) (byte, []byte, error) {
 	}
 	n := binary.BigEndian.Uint32(h[1:])
 	if n > MaxFrame {
-		return 0, nil, fmt.Errorf("proto: frame of %d bytes", n)
+		return 0, nil, &FrameSizeError{Size: n}
 	}
 	if cap(buf) < int(n) {
 		buf = make([]byte, n)
