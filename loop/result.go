@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 )
 
 // Content is one block of a result: text, or an image.
@@ -66,6 +67,22 @@ type Result struct {
 	// CLI uses it to tell a transport failure (ops.ErrTransport) from a tool
 	// failure. It is not serialized.
 	Err error `json:"-"`
+}
+
+// Text returns the result's text blocks joined by newlines (image blocks
+// are left out): what a model reads of the result.
+func (r *Result) Text() string {
+	var b strings.Builder
+	for _, c := range r.Content {
+		if c.Type != "text" {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(c.Text)
+	}
+	return b.String()
 }
 
 // TextResult returns a result with one text block.

@@ -105,7 +105,8 @@ const maxLineDepth = 8
 // denies is whether deny rule r matches line (a regex, the whole line) or
 // one of its parsed commands cmds: the command's words, and the words from
 // each command it runs through wrappers on; a command line a wrapper runs
-// (sh -c LINE, eval WORDS, env -S LINE) is checked in turn.
+// (sh -c LINE, eval WORDS, env -S LINE, trap LINE) or a shell reads on
+// stdin is checked in turn.
 func (cp *commandPolicy) denies(r compiledRule, line string, cmds []shellCommand, depth int) bool {
 	if r.re != nil && r.re.MatchString(line) {
 		return true
@@ -115,6 +116,7 @@ func (cp *commandPolicy) denies(r compiledRule, line string, cmds []shellCommand
 		if r.matchStarts(c.words, starts) {
 			return true
 		}
+		lines = append(lines, c.lines...)
 		for _, sub := range lines {
 			subCmds, err := parseCommands(sub)
 			if err != nil || depth >= maxLineDepth {

@@ -17,11 +17,17 @@ type shellCommand struct {
 	// words are its words with quotes and backslashes removed (expansions
 	// as written: "$HOME"/x is $HOME/x). Deny rules see them.
 	words []string
+	// lines are the command lines it reads on stdin when it is a shell
+	// reading commands from there: its here-documents and here-strings,
+	// and the text an earlier pipeline stage (cat, echo, printf) writes to
+	// it. Deny rules check them as they do sh -c LINE.
+	lines []string
 }
 
 // parseCommands lists every simple command of line, at any depth: in
 // pipelines and lists, compound commands, functions, coproc, command and
-// process substitutions, parameter expansions and here-documents. A command
+// process substitutions, parameter expansions and here-documents (a shell
+// reading one on stdin gets its body as lines). A command
 // of only assignments or redirections has no words; export, local, let,
 // [[ ]] and (( )) are commands whose one word is their text.
 func parseCommands(line string) ([]shellCommand, error) {
@@ -32,6 +38,7 @@ func parseCommands(line string) ([]shellCommand, error) {
 	src := func(n syntax.Node) string {
 		return strings.ReplaceAll(line[n.Pos().Offset():n.End().Offset()], "\\\n", "")
 	}
+	piped := pipedTexts(f, src)
 	var out []shellCommand
 	syntax.Walk(f, func(n syntax.Node) bool {
 		st, ok := n.(*syntax.Stmt)
@@ -57,6 +64,9 @@ func parseCommands(line string) ([]shellCommand, error) {
 			sc := shellCommand{written: strings.Join(written, " ")}
 			for _, w := range c.Args {
 				sc.words = append(sc.words, wordValue(w, src))
+			}
+			if stdinShell(sc.words) {
+				sc.lines = append(stdinTexts(st, src), piped[st]...)
 			}
 			out = append(out, sc)
 		case *syntax.DeclClause, *syntax.LetClause, *syntax.TestClause, *syntax.ArithmCmd:
@@ -125,6 +135,7 @@ const (
 	thenDuration                    // a duration, then the command (timeout)
 	thenShell                       // with -c a command line (sh -c), else a script
 	thenLine                        // the words are a command line (eval)
+	thenTrap                        // the first word is a command line (trap's action)
 )
 
 var wrappers = map[string]wrapper{
@@ -144,6 +155,7 @@ var wrappers = map[string]wrapper{
 	"xargs":   {argShort: "adEILnPs", argLong: []string{"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}},
 	"busybox": {},
 	"eval":    {then: thenLine},
+	"trap":    {then: thenTrap},
 	"sh":      {argShort: "oO", then: thenShell},
 	"bash":    {argShort: "oO", argLong: []string{"--rcfile", "--init-file"}, then: thenShell},
 	"dash":    {argShort: "o", then: thenShell},
@@ -157,7 +169,7 @@ var wrappers = map[string]wrapper{
 // its words: 0, then after each leading wrapper with its options and
 // operands (sudo -u root, timeout -s KILL 5, env -u HOME A=1), and after
 // assignments. lines are command lines a wrapper runs (sh -c LINE, eval
-// WORDS, env -S LINE), for deny rules to check in turn.
+// WORDS, env -S LINE, trap LINE SIGNAL), for deny rules to check in turn.
 func commandStarts(words []string) (starts []int, lines []string) {
 	starts = []int{0}
 	i := 0
@@ -173,9 +185,9 @@ func commandStarts(words []string) (starts []int, lines []string) {
 			break
 		}
 		i++
-		var hasC bool
+		var letters string
 		var split []string
-		i, hasC, split = skipOptions(words, i, wr)
+		i, letters, split = skipOptions(words, i, wr)
 		lines = append(lines, split...)
 		switch wr.then {
 		case thenDuration:
@@ -183,13 +195,18 @@ func commandStarts(words []string) (starts []int, lines []string) {
 				i++
 			}
 		case thenShell:
-			if hasC && i < len(words) {
+			if strings.ContainsRune(letters, 'c') && i < len(words) {
 				lines = append(lines, words[i])
 				i = len(words)
 			}
 		case thenLine:
 			if i < len(words) {
 				lines = append(lines, strings.Join(words[i:], " "))
+				i = len(words)
+			}
+		case thenTrap:
+			if i < len(words) {
+				lines = append(lines, words[i])
 				i = len(words)
 			}
 		}
@@ -202,19 +219,19 @@ func commandStarts(words []string) (starts []int, lines []string) {
 }
 
 // skipOptions skips the options at words[i:] of wr and returns the index
-// after them; for a shell, whether -c was among them; for env -S, the
-// split strings.
-func skipOptions(words []string, i int, wr wrapper) (int, bool, []string) {
-	hasC := false
+// after them; for a shell, the letters of its short options (c for -c, s
+// for -s); for env -S, the split strings.
+func skipOptions(words []string, i int, wr wrapper) (int, string, []string) {
+	var letters []byte
 	var split []string
 	for i < len(words) {
 		w := words[i]
 		shellPlus := wr.then == thenShell && len(w) > 1 && w[0] == '+'
 		if w == "--" {
-			return i + 1, hasC, split
+			return i + 1, string(letters), split
 		}
 		if len(w) < 2 || (w[0] != '-' && !shellPlus) {
-			return i, hasC, split
+			return i, string(letters), split
 		}
 		if strings.HasPrefix(w, "--") {
 			name, val, eq := strings.Cut(w, "=")
@@ -234,8 +251,8 @@ func skipOptions(words []string, i int, wr wrapper) (int, bool, []string) {
 		i++
 		for j := 1; j < len(w); j++ {
 			c := w[j]
-			if wr.then == thenShell && c == 'c' {
-				hasC = true
+			if wr.then == thenShell {
+				letters = append(letters, c)
 			}
 			if strings.IndexByte(wr.argShort, c) < 0 {
 				continue
@@ -251,7 +268,7 @@ func skipOptions(words []string, i int, wr wrapper) (int, bool, []string) {
 			break
 		}
 	}
-	return i, hasC, split
+	return i, string(letters), split
 }
 
 func isAssignment(w string) bool {

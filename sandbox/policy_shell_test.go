@@ -143,3 +143,66 @@ func BenchmarkCommandCheck(b *testing.B) {
 		})
 	}
 }
+
+// TestCommandRulesShellInput: text a shell reads as commands from its
+// stdin — a here-document, a here-string, or what cat, echo or printf
+// writes to it through a pipe — and trap actions are checked as command
+// lines; the same text sent anywhere else (a file, a program that is not a
+// shell, a shell running a script or -c) is not.
+func TestCommandRulesShellInput(t *testing.T) {
+	cp, err := compileCommands(CommandRules{Deny: []Rule{{Prefix: "rm -rf"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		line    string
+		blocked bool
+	}{
+		{"bash <<E\nrm -rf x\nE", true},
+		{"sh <<-E\n\trm -rf x\n\tE", true},
+		{"bash <<'E'\nrm -rf x\nE", true},
+		{"bash <<\"E\"\necho $HOME; rm -rf x\nE", true},
+		{"dash -s <<E 2>/dev/null\ncd /tmp\nrm -rf x\nE", true},
+		{"sudo -u root bash <<E\nrm -rf x\nE", true},
+		{"busybox sh <<E\nrm -rf x\nE", true},
+		{"bash - <<E\nrm -rf x\nE", true},
+		{"zsh <<E\nfor d in a b; do rm -rf $d; done\nE", true},
+		{"bash <<< 'rm -rf x'", true},
+		{"ksh <<<\"rm -rf x\"", true},
+		{"cat <<E | bash\nrm -rf x\nE", true},
+		{"cat <<'E' | sudo sh -s\nrm -rf x\nE", true},
+		{"cat <<< 'rm -rf x' | bash", true},
+		{"echo 'rm -rf x' | bash", true},
+		{"echo -n rm -rf x | sh", true},
+		{"printf 'cd /tmp\\nrm -rf x\\n' | bash", true},
+		{"printf '%s\\n' 'rm -rf x' | bash", true},
+		{"true | echo 'rm -rf x' | bash | cat", true},
+		{"bash <<E\nbash <<F\nrm -rf x\nF\nE", true},
+		{"bash <<E\nsh -c 'rm -rf x'\nE", true},
+		{"trap 'rm -rf x' EXIT", true},
+		{"trap -- 'rm -rf x' INT TERM", true},
+		{"trap \"cd /; rm -rf x\" EXIT; sleep 1", true},
+		{"f() { trap 'rm -rf x' RETURN; }; f", true},
+		{"eval 'trap \"rm -rf x\" EXIT'", true},
+		// Not fed to a shell as commands.
+		{"cat <<E > file\nrm -rf x\nE", false},
+		{"cat <<'E' >notes.txt\nrm -rf x\nE", false},
+		{"tee f <<E\nrm -rf x\nE", false},
+		{"python3 <<E\nprint('rm -rf x')\nE", false},
+		{"bash script.sh <<E\nrm -rf x\nE", false},
+		{"bash -c 'cat' <<E\nrm -rf x\nE", false},
+		{"grep -c x <<< 'rm -rf x'", false},
+		{"cat <<E | grep rm\nrm -rf x\nE", false},
+		{"echo 'rm -rf x' | tee f", false},
+		{"echo 'rm -rf x' > f; bash f2", false},
+		{"cat f | bash", false},
+		{"trap 'echo bye' EXIT", false},
+		{"trap - EXIT", false},
+		{"trap -p", false},
+	} {
+		got := cp.check(c.line)
+		if (got != "") != c.blocked {
+			t.Errorf("%q: blocked %q, want blocked %v", c.line, got, c.blocked)
+		}
+	}
+}

@@ -282,6 +282,8 @@ func parseTimeout(v any) (time.Duration, string, error) {
 	default:
 		sec = math.NaN()
 	}
+	// pi refuses zero and negative timeouts with this same text (no
+	// timeout is an absent one), and so does this tool.
 	if math.IsNaN(sec) || math.IsInf(sec, 0) || sec <= 0 {
 		return 0, "", errors.New("Invalid timeout: must be a finite number of seconds")
 	}

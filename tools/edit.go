@@ -145,10 +145,12 @@ func (t *editTool) Execute(ctx context.Context, _ string, args map[string]any, _
 
 // edit runs with the file's queue held. Like pi (and write), it does not
 // interrupt the write once it is under way: an abort is noticed between the
-// steps, so the queue is released only once the write settled (or
-// settleGrace after the abort), and a write that was under way when the
-// abort came lands although the call reports "Operation aborted". The steps
-// before the write (access, stat, read) end with ctx.
+// steps, and a write that was under way when the abort came lands although
+// the call reports "Operation aborted". A plain write is waited for (the
+// queue is released once it settled, or settleGrace after the abort); a
+// ReplaceFile returns at the abort: until the target's lock is held nothing
+// is written, and once it is the target completes the write under that
+// lock. The steps before the write (access, stat, read) end with ctx.
 func (t *editTool) edit(ctx context.Context, path, abs string, edits []editSpec) (*loop.Result, error) {
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
@@ -239,11 +241,16 @@ func (t *editTool) editRemembered(ctx context.Context, path, abs string, orig []
 	if err != nil || checkAbort(ctx) != nil {
 		return nil, false, nil
 	}
-	wctx, stop := settleCtx(ctx)
-	err = rf.ReplaceFile(wctx, abs, orig, out)
-	stop()
+	err = rf.ReplaceFile(ctx, abs, orig, out)
 	if err != nil {
 		t.q.memo.drop(abs)
+		if err := checkAbort(ctx); err != nil {
+			return nil, true, err
+		}
+		var le *ops.LockedError
+		if errors.As(err, &le) {
+			return nil, true, errEditLocked(path, le, err)
+		}
 		return nil, false, nil
 	}
 	t.q.memo.put(abs, out)
@@ -306,14 +313,16 @@ func (t *editTool) editOnce(ctx context.Context, path, abs string, size int64, r
 	if err := checkAbort(ctx); err != nil {
 		return nil, err
 	}
-	wctx, stop := settleCtx(ctx)
-	defer stop()
-	if err := t.write(wctx, abs, data, out); err != nil {
+	if err := t.write(ctx, abs, data, out); err != nil {
 		if err := checkAbort(ctx); err != nil {
 			return nil, err
 		}
 		if errors.Is(err, ops.ErrConflict) {
 			return nil, err
+		}
+		var le *ops.LockedError
+		if errors.As(err, &le) {
+			return nil, errEditLocked(path, le, err)
 		}
 		return nil, nodeErr(err, "open", abs)
 	}
@@ -336,7 +345,9 @@ func editAccessError(path string, err error) error {
 }
 
 // write replaces abs with data if it still holds orig (ops.ReplaceFS), else
-// writes it atomically.
+// writes it atomically. ReplaceFile gets ctx: an abort ends its wait for the
+// target's lock, and a write it has begun lands in the target all the same.
+// A plain write must settle (settleCtx).
 func (t *editTool) write(ctx context.Context, abs string, orig, data []byte) error {
 	if r, ok := t.fsys.(ops.ReplaceFS); ok {
 		err := r.ReplaceFile(ctx, abs, orig, data)
@@ -344,7 +355,15 @@ func (t *editTool) write(ctx context.Context, abs string, orig, data []byte) err
 			return err
 		}
 	}
-	return t.fsys.WriteFile(ctx, abs, data, 0o666)
+	wctx, stop := settleCtx(ctx)
+	defer stop()
+	return t.fsys.WriteFile(wctx, abs, data, 0o666)
+}
+
+// errEditLocked is edit's error when the target's lock on the file's
+// directory stayed held by another process.
+func errEditLocked(path string, le *ops.LockedError, err error) error {
+	return textErr("Could not edit file: "+path+". could not lock "+le.Dir+": held by another process (an exclusive flock on the directory); the file was not changed. Try again once that process has released the lock.", err)
 }
 
 // sleepCtx waits d, or until ctx ends.

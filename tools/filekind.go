@@ -39,6 +39,8 @@ func errNotRegular(tool, path, kind string) error {
 		msg = "Cannot read " + path + ": it is " + kind + ", not a regular file. The read tool reads regular files only; use bash to read from a pipe or device (e.g. head -c 4096 " + path + ")."
 	case "edit":
 		msg = "Could not edit file: " + path + ". It is " + kind + ", not a regular file; edit changes regular files only."
+	case "grep":
+		msg = "Cannot search " + path + ": it is " + kind + ", not a regular file or a directory. The grep tool searches files and directories only; use bash to read from a pipe or device."
 	default:
 		msg = "Could not write " + path + ": it is " + kind + ", not a regular file. The write tool replaces regular files only; use bash to write to a pipe or device."
 	}

@@ -33,8 +33,8 @@ func hangGuard(t *testing.T, what string, fn func()) {
 	}
 }
 
-// TestFileToolsRefuseSpecialFiles: read, edit and write of a FIFO and of
-// character devices (/dev/zero, /dev/urandom) on the local backend end with
+// TestFileToolsRefuseSpecialFiles: read, edit, write and grep of a FIFO and
+// of character devices (/dev/zero, /dev/urandom) on the local backend end with
 // an error that says what the file is, instead of blocking forever.
 func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 	e := newLocalEnv(t)
@@ -45,6 +45,7 @@ func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 	q := NewMutationQueue(e.b)
 	info := e.b.Info()
 	read, edit, write := NewRead(e.b, info), NewEdit(e.b, info, q), NewWrite(e.b, info, q)
+	grep := NewGrep(e.b, info)
 	ctx := context.Background()
 	cases := []struct {
 		tool      loop.Tool
@@ -56,6 +57,8 @@ func TestFileToolsRefuseSpecialFiles(t *testing.T) {
 		{read, `{"path":"/dev/zero"}`, "Cannot read /dev/zero: it is a character device, not a regular file.", ""},
 		{read, `{"path":"/dev/urandom","offset":2,"limit":3}`, "Cannot read /dev/urandom: it is a character device", ""},
 		{edit, `{"path":"pipe","edits":[{"oldText":"a","newText":"b"}]}`, "Could not edit file: pipe. It is a named pipe, not a regular file; edit changes regular files only.", fifo},
+		{grep, `{"pattern":"x","path":"pipe"}`, "Cannot search " + fifo + ": it is a named pipe, not a regular file or a directory. The grep tool searches files and directories only; use bash to read from a pipe or device.", fifo},
+		{grep, `{"pattern":"x","path":"/dev/zero"}`, "Cannot search /dev/zero: it is a character device, not a regular file or a directory.", ""},
 		{write, `{"path":"pipe","content":"x"}`, "Could not write pipe: it is a named pipe, not a regular file. The write tool replaces regular files only; use bash to write to a pipe or device.", fifo},
 	}
 	for _, c := range cases {

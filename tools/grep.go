@@ -108,11 +108,17 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 		p = *a.Path
 	}
 	searchPath := resolveToCwd(p, t.info.WorkDir, t.info.Home)
-	if _, err := t.fsys.Stat(ctx, searchPath); err != nil {
+	fi, err := t.fsys.Stat(ctx, searchPath)
+	if err != nil {
 		if errors.Is(err, ops.ErrTransport) {
 			return nil, err
 		}
 		return nil, textErr("Path not found: "+searchPath, err)
+	}
+	if kind := irregularKind(fi); kind != "" {
+		// rg would read it: a FIFO without a writer holds the call until
+		// the abort, /dev/zero never ends.
+		return nil, errNotRegular("grep", searchPath, kind)
 	}
 	contextLines := 0
 	if a.Context != nil && *a.Context > 0 {
@@ -141,7 +147,7 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 		lastPath       string
 		lastLine       int
 	)
-	err := search.Grep(ctx, t.fsys, q, func(ev ops.GrepEvent) error {
+	err = search.Grep(ctx, t.fsys, q, func(ev ops.GrepEvent) error {
 		if matches >= limit {
 			// Only the trailing context of the limit-th match is kept.
 			if ev.Match {

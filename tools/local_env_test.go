@@ -19,7 +19,7 @@ func newLocalEnv(t *testing.T) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := local.New(context.Background(), local.Config{WorkDir: dir, NoShim: true})
+	b, err := local.New(context.Background(), local.Config{WorkDir: dir, NoHelper: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -177,7 +177,7 @@ func TestToolsMemoryChild(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.setup(t, dir)
-	b, err := local.New(context.Background(), local.Config{WorkDir: dir, NoShim: true})
+	b, err := local.New(context.Background(), local.Config{WorkDir: dir, NoHelper: true})
 	if err != nil {
 		t.Fatal(err)
 	}

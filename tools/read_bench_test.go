@@ -111,7 +111,7 @@ func BenchmarkReadPageOneLocalFile(b *testing.B) {
 	if name == "" {
 		b.Skip("PI_SANDBOX_READ_BENCH_FILE not set")
 	}
-	be, err := local.New(context.Background(), local.Config{WorkDir: "/", NoShim: true})
+	be, err := local.New(context.Background(), local.Config{WorkDir: "/", NoHelper: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -101,12 +101,12 @@ func runDoctor(ctx context.Context, args []string, io stdio) int {
 		var w *doctorWarning
 		switch {
 		case errors.As(err, &w):
-			fmt.Fprintf(io.out, "warn  %-8s %s\n", c.name, w.msg)
+			fmt.Fprintf(io.out, "warn  %-8s %s\n", c.name, escapeControls(w.msg, true))
 		case err != nil:
-			fmt.Fprintf(io.out, "FAIL  %-8s %v\n", c.name, err)
+			fmt.Fprintf(io.out, "FAIL  %-8s %s\n", c.name, escapeControls(err.Error(), true))
 			code = 1
 		default:
-			fmt.Fprintf(io.out, "ok    %-8s %s\n", c.name, detail)
+			fmt.Fprintf(io.out, "ok    %-8s %s\n", c.name, escapeControls(detail, true))
 		}
 	}
 	return code
@@ -145,6 +145,8 @@ func checkImages(ctx context.Context, env *doctorEnv) (string, error) {
 }
 
 func checkShim(ctx context.Context, env *doctorEnv) (string, error) {
+	// No usable binary fails every docker, ssh and k8s session (the same
+	// error they give): a failure here, not a warning.
 	p, err := shim.HostBinary()
 	if err != nil {
 		return "", err
@@ -154,7 +156,7 @@ func checkShim(ctx context.Context, env *doctorEnv) (string, error) {
 		arch = env.arch
 	}
 	if err := docker.CheckShimBinary(p, arch); err != nil {
-		return "", &doctorWarning{fmt.Sprintf("%s cannot be uploaded as the shim (%v): commands in containers and over ssh use the plain wrapper, and a process that calls setsid survives a kill", p, err)}
+		return "", &doctorWarning{fmt.Sprintf("%s cannot run in the engine's containers (%v): sessions there use the fallback path without the helper, and a process that calls setsid survives a kill", p, err)}
 	}
 	return fmt.Sprintf("%s (static, linux/%s)", p, arch), nil
 }

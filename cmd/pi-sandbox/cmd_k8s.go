@@ -120,7 +120,7 @@ func lsK8s(ctx context.Context, f *k8sFlags, quiet bool, io stdio) int {
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "POD\tIMAGE\tKIND\tSTATE\tCREATED")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", s.Name, s.Image, s.Kind, s.Status, time.Since(s.Created).Round(time.Second))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", escapeControls(s.Name, false), escapeControls(s.Image, false), escapeControls(s.Kind, false), escapeControls(s.Status, false), time.Since(s.Created).Round(time.Second))
 	}
 	tw.Flush()
 	return 0
@@ -164,11 +164,11 @@ func doctorK8s(ctx context.Context, args []string, io stdio) int {
 	code := 0
 	line := func(name, detail string, err error) {
 		if err != nil {
-			fmt.Fprintf(io.out, "FAIL  %-8s %v\n", name, err)
+			fmt.Fprintf(io.out, "FAIL  %-8s %s\n", name, escapeControls(err.Error(), true))
 			code = 1
 			return
 		}
-		fmt.Fprintf(io.out, "ok    %-8s %s\n", name, detail)
+		fmt.Fprintf(io.out, "ok    %-8s %s\n", name, escapeControls(detail, true))
 	}
 	c, err := k8s.NewClient(f.config())
 	if err != nil {

@@ -51,7 +51,7 @@ func runLs(ctx context.Context, args []string, io stdio) int {
 	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tIMAGE\tKIND\tSTATE\tCREATED")
 	for _, s := range list {
-		fmt.Fprintf(tw, "%.12s\t%s\t%s\t%s\t%s ago\n", s.ID, s.Image, s.Kind, s.State, time.Since(s.Created).Round(time.Second))
+		fmt.Fprintf(tw, "%.12s\t%s\t%s\t%s\t%s ago\n", s.ID, escapeControls(s.Image, false), escapeControls(s.Kind, false), escapeControls(s.State, false), time.Since(s.Created).Round(time.Second))
 	}
 	tw.Flush()
 	return 0

@@ -24,7 +24,9 @@ type psRow struct {
 }
 
 // runPS is `pi-sandbox ps [backend flags] [--json]`: the processes that
-// commands of this sandbox left running, as a table (or JSON lines).
+// commands of this sandbox left running, as a table (or JSON lines). A
+// process's argv is the sandbox's to choose: its control characters are
+// escaped.
 func runPS(ctx context.Context, args []string, io stdio) int {
 	f := newFlags("ps", "[flags]", io)
 	asJSON := f.Bool("json", false, "one JSON object per process")
@@ -47,16 +49,20 @@ func runPS(ctx context.Context, args []string, io stdio) int {
 		return 1
 	}
 	if *asJSON {
-		enc := json.NewEncoder(io.out)
 		for _, p := range ps {
-			enc.Encode(psRow{PID: p.PID, Started: p.Started.UTC(), State: p.State, Command: p.Command, Log: p.Log})
+			b, err := json.Marshal(psRow{PID: p.PID, Started: p.Started.UTC(), State: p.State, Command: p.Command, Log: p.Log})
+			if err != nil {
+				fmt.Fprintf(io.err, "pi-sandbox ps: %v\n", err)
+				return 1
+			}
+			io.out.Write(append(escapeJSONControls(b), '\n'))
 		}
 		return 0
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "PID\tSTARTED\tSTATE\tCOMMAND")
 	for _, p := range ps {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.PID, p.Started.Local().Format("15:04:05"), p.State, p.Command)
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", p.PID, p.Started.Local().Format("15:04:05"), escapeControls(p.State, false), escapeControls(p.Command, false))
 	}
 	tw.Flush()
 	return 0

@@ -65,7 +65,7 @@ func runTool(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintf(io.err, "pi-sandbox tool: %v\n", err)
 		return 1
 	}
-	fmt.Fprintf(io.out, "%s\n", out)
+	fmt.Fprintf(io.out, "%s\n", escapeJSONControls(out))
 	return 0
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 )
 
@@ -63,6 +65,9 @@ type session struct {
 	tools []loop.Tool
 	opts  []loop.Option
 	close func() error
+	// note says why the session runs without the helper it was not told
+	// to go without ("" when it has it).
+	note string
 }
 
 // openSession opens the configured backend. Tests replace it to run the
@@ -73,7 +78,27 @@ var openSession = func(ctx context.Context, cfg open.Config) (*session, error) {
 		return nil, err
 	}
 	// The sandbox's policy hooks: command rules, redaction, audit.
-	return &session{tools: sb.Tools(), opts: sb.LoopOptions(), close: sb.Close}, nil
+	return &session{tools: sb.Tools(), opts: sb.LoopOptions(), close: sb.Close, note: fallbackNote(cfg, sb.Backend().Info())}, nil
+}
+
+// fallbackNote says why a session runs on the fallback path when
+// --no-helper did not ask for it (the target cannot run the helper: another
+// OS or architecture, no exec-capable directory, a start failure): the
+// backend's limits about the helper and the shim. "" when the helper runs.
+func fallbackNote(cfg open.Config, info ops.Info) string {
+	if cfg.NoHelper || info.Has("helper") {
+		return ""
+	}
+	var why []string
+	for _, l := range info.Limits {
+		if strings.HasPrefix(l, "no helper") || strings.HasPrefix(l, "no shim") {
+			why = append(why, l)
+		}
+	}
+	if len(why) == 0 {
+		why = append(why, "the backend did not say why")
+	}
+	return "the helper does not run in the target, the fallback path serves: " + strings.Join(why, "; ")
 }
 
 // openLoop opens the backend and makes the loop; on failure it reports the
@@ -83,6 +108,9 @@ func openLoop(ctx context.Context, name string, cfg open.Config, io stdio, extra
 	if err != nil {
 		fmt.Fprintf(io.err, "pi-sandbox %s: %v\n", name, err)
 		return nil, nil, 1
+	}
+	if s.note != "" {
+		fmt.Fprintf(io.err, "pi-sandbox %s: note: %s\n", name, s.note)
 	}
 	l, err := loop.New(s.tools, append(append([]loop.Option{}, s.opts...), extra...)...)
 	if err != nil {

@@ -50,7 +50,11 @@ func mainExit() int {
 	return runMain(ctx, os.Args[1:], stdio{os.Stdin, os.Stdout, os.Stderr})
 }
 
+// runMain runs a command. What it writes to stderr has its control
+// characters escaped (newlines and tabs kept): error messages and notes
+// carry text from the target.
 func runMain(ctx context.Context, args []string, io stdio) int {
+	io.err = escapingWriter{io.err}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(io.err)
 		if len(args) == 0 {

@@ -207,7 +207,10 @@ func (p *progress) text(who, s string) {
 }
 
 // println writes a permanent line; on a terminal, above the live block.
+// Its control characters are escaped: arguments, output and answers come
+// from the sandbox and the model.
 func (p *progress) println(s string) {
+	s = escapeControls(s, false)
 	if p.tty {
 		p.clearLive()
 		fmt.Fprintln(p.w, p.fit(s))
@@ -236,10 +239,10 @@ func (p *progress) drawLive() {
 	for _, rc := range p.running {
 		el := p.now().Sub(rc.start)
 		frame := spinner[int(el/tickInterval)%len(spinner)]
-		fmt.Fprintf(&b, "%s\n", p.fit(fmt.Sprintf("  %s %s %s  %.1fs", frame, rc.name, rc.summary, el.Seconds())))
+		fmt.Fprintf(&b, "%s\n", p.fit(escapeControls(fmt.Sprintf("  %s %s %s  %.1fs", frame, rc.name, rc.summary, el.Seconds()), false)))
 		n++
 		for _, t := range rc.tail {
-			fmt.Fprintf(&b, "\x1b[2m%s\x1b[0m\n", p.fit("      │ "+t))
+			fmt.Fprintf(&b, "\x1b[2m%s\x1b[0m\n", p.fit("      │ "+escapeControls(t, false)))
 			n++
 		}
 	}

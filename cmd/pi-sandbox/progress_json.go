@@ -7,7 +7,8 @@ import (
 )
 
 // eventWriter writes events as JSON lines, one write per event so a reader
-// sees each as it happens. The loop never emits concurrently.
+// sees each as it happens, with no raw control character (see
+// escapeJSONControls). The loop never emits concurrently.
 type eventWriter struct {
 	w   io.Writer
 	err error
@@ -24,5 +25,5 @@ func (e *eventWriter) emit(ev loop.Event) {
 		e.err = err
 		return
 	}
-	_, e.err = e.w.Write(append(b, '\n'))
+	_, e.err = e.w.Write(append(escapeJSONControls(b), '\n'))
 }

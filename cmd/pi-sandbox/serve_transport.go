@@ -50,7 +50,7 @@ func (t *stdioTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &stdioConn{Connection: inner, in: t.in, w: w}
+	c := &stdioConn{Connection: inner, in: t.in, w: w, pending: map[jsonrpc.ID]bool{}, answered: make(chan struct{}, 1)}
 	go c.pump(pw)
 	return c, nil
 }
@@ -74,6 +74,14 @@ type stdioConn struct {
 
 	mu      sync.Mutex
 	readErr error // why stdin ended, other than EOF
+	// pending holds the ids of the requests read and not yet answered.
+	pending map[jsonrpc.ID]bool
+	// ended is set when a write failed or the connection closed: no answer
+	// still to come can reach the client.
+	ended bool
+	// answered wakes a Read waiting at the end of stdin (a level: one
+	// token stands for any number of changes).
+	answered chan struct{}
 }
 
 // pump reads stdin line by line, answers broken lines and passes the rest
@@ -121,13 +129,28 @@ func (c *stdioConn) pump(pw *io.PipeWriter) {
 
 // Read is the SDK connection's Read; a batch it refuses is answered with an
 // error instead of ending the session.
+//
+// At the end of stdin Read returns only once every request read before it
+// has been answered (or no answer can be written any more): the SDK treats
+// the end of reading as the end of the session, cancelling the calls in
+// flight and refusing to write their answers, while a client that writes
+// its requests and closes stdin still waits for them. The calls' own
+// timeouts, and a signal, bound the wait.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
 		msg, err := c.Connection.Read(ctx)
 		if err == nil {
+			if req, ok := msg.(*jsonrpc.Request); ok && req.ID.IsValid() {
+				c.mu.Lock()
+				c.pending[req.ID] = true
+				c.mu.Unlock()
+			}
 			return msg, nil
 		}
 		if errors.Is(err, io.EOF) {
+			if werr := c.drain(ctx); werr != nil {
+				return nil, werr
+			}
 			c.mu.Lock()
 			if c.readErr != nil {
 				err = c.readErr
@@ -145,9 +168,57 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
+// drain waits until every request read has been answered, the connection
+// can write no more, or ctx ends.
+func (c *stdioConn) drain(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		done := len(c.pending) == 0 || c.ended
+		c.mu.Unlock()
+		if done {
+			return nil
+		}
+		select {
+		case <-c.answered:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// Write is the SDK connection's Write; it notes which requests are
+// answered.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	err := c.Connection.Write(ctx, msg)
+	resp, ok := msg.(*jsonrpc.Response)
+	if err == nil && !ok {
+		return nil
+	}
+	c.mu.Lock()
+	if err != nil {
+		c.ended = true
+	} else {
+		delete(c.pending, resp.ID)
+	}
+	c.mu.Unlock()
+	c.wake()
+	return err
+}
+
+func (c *stdioConn) wake() {
+	select {
+	case c.answered <- struct{}{}:
+	default:
+	}
+}
+
 func (c *stdioConn) Close() error {
 	err := c.Connection.Close()
 	c.in.Close()
+	c.mu.Lock()
+	c.ended = true
+	c.mu.Unlock()
+	c.wake()
 	return err
 }
 

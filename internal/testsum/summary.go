@@ -77,6 +77,7 @@ func (s *summary) event(e event) {
 			}
 		case "fail":
 			s.fails++
+			s.unfinished(e.Package)
 		}
 		return
 	}
@@ -100,6 +101,31 @@ func (s *summary) event(e event) {
 				if !noise.MatchString(l) || strings.HasPrefix(strings.TrimSpace(l), "--- FAIL") {
 					io.WriteString(s.w, l)
 				}
+			}
+		}
+	}
+}
+
+// unfinished shows, for a package whose test binary failed, the tests that
+// never ended (a crash, os.Exit, a kill): their output is all there is to
+// tell why, and plain go test would have printed it as it came. At most the
+// last 40 lines of each.
+func (s *summary) unfinished(pkg string) {
+	for _, k := range s.order {
+		t := s.tests[k]
+		if k.pkg != pkg || t.action != "" {
+			continue
+		}
+		t.action = "fail"
+		fmt.Fprintf(s.w, "--- UNFINISHED: %s (the test binary ended while it ran)\n", k.name)
+		out := t.out
+		if len(out) > 40 {
+			fmt.Fprintf(s.w, "    [%d earlier lines left out]\n", len(out)-40)
+			out = out[len(out)-40:]
+		}
+		for _, l := range out {
+			if !noise.MatchString(l) {
+				io.WriteString(s.w, l)
 			}
 		}
 	}

@@ -94,13 +94,44 @@ func TestSummaryFailure(t *testing.T) {
 // TestRunExitStatus runs a real go test -json on a small package with a
 // failing test: the status is go test's, and the summary counts it.
 func TestRunExitStatus(t *testing.T) {
+	out, code := runGoTest(t, "package m\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n\nfunc TestSSHSkip(t *testing.T) { t.Skip(\"no sshd here\") }\n\nfunc TestBad(t *testing.T) { t.Error(\"bad\") }\n")
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"--- FAIL: TestBad", "FAIL\texample.com/m", "local       1 passed, 1 failed, 0 skipped", "ssh         0 passed, 0 failed, 1 skipped\n        skipped 1: no sshd here", "verdict: FAIL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestRunUnfinished: a test binary that ends inside a test (os.Exit, a
+// crash, a kill) reports no failed test; the test that was running is shown
+// with its output, and counted.
+func TestRunUnfinished(t *testing.T) {
+	out, code := runGoTest(t, "package m\n\nimport (\n\t\"fmt\"\n\t\"os\"\n\t\"testing\"\n)\n\nfunc TestOK(t *testing.T) {}\n\nfunc TestGone(t *testing.T) { fmt.Println(\"last words\"); os.Exit(3) }\n")
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	for _, want := range []string{"--- UNFINISHED: TestGone (the test binary ended while it ran)\nlast words\n", "local       1 passed, 1 failed", "verdict: FAIL"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// runGoTest runs testsum over a real go test -json of a package with one
+// test file, and returns what it printed (stdout, then stderr) and its exit
+// status.
+func runGoTest(t *testing.T, testFile string) (string, int) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds a test binary")
 	}
 	dir := t.TempDir()
 	files := map[string]string{
 		"go.mod":    "module example.com/m\n\ngo 1.21\n",
-		"m_test.go": "package m\n\nimport \"testing\"\n\nfunc TestOK(t *testing.T) {}\n\nfunc TestSSHSkip(t *testing.T) { t.Skip(\"no sshd here\") }\n\nfunc TestBad(t *testing.T) { t.Error(\"bad\") }\n",
+		"m_test.go": testFile,
 		"m.go":      "package m\n",
 	}
 	for n, c := range files {
@@ -115,14 +146,7 @@ func TestRunExitStatus(t *testing.T) {
 	t.Chdir(dir)
 	var out, errs strings.Builder
 	code := run([]string{"--", goBin, "test", "-json", "-count=1", "."}, &out, &errs)
-	if code != 1 {
-		t.Errorf("exit %d, want 1\n%s%s", code, out.String(), errs.String())
-	}
-	for _, want := range []string{"--- FAIL: TestBad", "FAIL\texample.com/m", "local       1 passed, 1 failed, 0 skipped", "ssh         0 passed, 0 failed, 1 skipped\n        skipped 1: no sshd here", "verdict: FAIL"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("output lacks %q:\n%s", want, out.String())
-		}
-	}
+	return out.String() + errs.String(), code
 }
 
 // TestMakefile: `make test` (the README's test command, which .ci/run calls)

@@ -25,6 +25,13 @@ type Config struct {
 	// owns (--max-background; zero: 64).
 	MaxBackground int
 
+	// NoHelper asks for the fallback path on every backend (--no-helper):
+	// no long-lived helper, and no need for the pi-sandbox-shim binary.
+	// Without it, a session whose helper binary is missing on this machine
+	// fails; one whose target cannot run it uses the fallback, and the
+	// backend's Info.Limits say why.
+	NoHelper bool
+
 	Docker DockerConfig
 	SSH    SSHConfig
 	K8s    K8sConfig
@@ -85,6 +92,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker, ssh or k8s")
 	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker and k8s, /workspace; ssh, the remote home)")
 	fs.IntVar(&c.MaxBackground, "max-background", 0, "at most N background process groups (commands' leftovers kept running; default 64)")
+	fs.BoolVar(&c.NoHelper, "no-helper", false, "run without the helper (pi-sandbox-shim): one exec, ssh session or local call per operation; without the binary a process that calls setsid itself survives a kill")
 	fs.StringVar(&c.Docker.Image, "image", "", "docker, k8s: run an ephemeral hardened container (pod) from this image")
 	fs.StringVar(&c.Docker.Container, "container", "", "docker: use this existing container")
 	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker, k8s: bind mount (k8s: hostPath) HOST:TARGET[:ro] (repeatable, with --image)")

@@ -27,6 +27,7 @@ func dockerConfig(cfg Config) (docker.Config, error) {
 		WorkDir:       cfg.WorkDir,
 		Runtime:       cfg.Docker.Runtime,
 		MaxBackground: cfg.MaxBackground,
+		NoHelper:      cfg.NoHelper,
 	}
 	for _, m := range cfg.Docker.Mounts {
 		pm, err := docker.ParseMount(m)

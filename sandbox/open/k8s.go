@@ -33,6 +33,7 @@ func K8sBackendConfig(cfg Config) (k8s.Config, error) {
 		User:          k.User,
 		WorkDir:       cfg.WorkDir,
 		MaxBackground: cfg.MaxBackground,
+		NoHelper:      cfg.NoHelper,
 	}
 	for _, m := range k.Mounts {
 		pm, err := k8s.ParseMount(m)

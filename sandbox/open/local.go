@@ -40,7 +40,7 @@ func openLocal(ctx context.Context, cfg Config) (ops.Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill, MaxBackground: cfg.MaxBackground})
+	return local.New(ctx, local.Config{WorkDir: cfg.WorkDir, SpillDir: spill, MaxBackground: cfg.MaxBackground, NoHelper: cfg.NoHelper})
 }
 
 // localSpillDir creates (or checks) the spill directory of the sandbox

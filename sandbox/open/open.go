@@ -39,14 +39,14 @@ func Open(ctx context.Context, cfg Config) (*sandbox.Sandbox, error) {
 
 // Container makes a sandbox in an existing, running container, used as it
 // is (no hardening profile is applied; the container is not removed by
-// Close). cfg.WorkDir (zero: the container's working directory) and
-// cfg.Docker.User (zero: the container's user) apply, with confinement and
-// policy; the engine is the one the environment names (DOCKER_HOST ...).
+// Close). cfg.WorkDir (zero: the container's working directory),
+// cfg.Docker.User (zero: the container's user) and cfg.NoHelper apply, with
+// confinement and policy; the engine is the one the environment names (DOCKER_HOST ...).
 func Container(ctx context.Context, id string, cfg Config) (*sandbox.Sandbox, error) {
 	if id == "" {
 		return nil, errors.New("open: empty container id")
 	}
-	b, err := docker.New(ctx, docker.Config{Container: id, WorkDir: cfg.WorkDir, User: cfg.Docker.User})
+	b, err := docker.New(ctx, docker.Config{Container: id, WorkDir: cfg.WorkDir, User: cfg.Docker.User, NoHelper: cfg.NoHelper})
 	if err != nil {
 		return nil, err
 	}
@@ -54,13 +54,13 @@ func Container(ctx context.Context, id string, cfg Config) (*sandbox.Sandbox, er
 }
 
 // SSHClient makes a sandbox over an existing SSH connection, for programs
-// that already hold one. cfg.WorkDir (zero: the remote home) applies, with
-// confinement and policy. Close leaves client open.
+// that already hold one. cfg.WorkDir (zero: the remote home) and
+// cfg.NoHelper apply, with confinement and policy. Close leaves client open.
 func SSHClient(ctx context.Context, client *ssh.Client, cfg Config) (*sandbox.Sandbox, error) {
 	if client == nil {
 		return nil, errors.New("open: nil ssh client")
 	}
-	b, err := sshops.NewFromClient(ctx, client, sshops.Config{WorkDir: cfg.WorkDir})
+	b, err := sshops.NewFromClient(ctx, client, sshops.Config{WorkDir: cfg.WorkDir, NoHelper: cfg.NoHelper})
 	if err != nil {
 		return nil, fmt.Errorf("open: %w", err)
 	}

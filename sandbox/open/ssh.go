@@ -30,6 +30,7 @@ func sshConfig(cfg Config) (sshops.Config, error) {
 		KnownHostsFile: cfg.SSH.KnownHosts,
 		WorkDir:        cfg.WorkDir,
 		MaxBackground:  cfg.MaxBackground,
+		NoHelper:       cfg.NoHelper,
 	}
 	if cfg.SSH.Identity != "" {
 		c.IdentityFiles = []string{cfg.SSH.Identity}
