@@ -56,20 +56,17 @@ func startReady(t *testing.T, b ops.Backend, cmd *ops.Cmd) <-chan error {
 }
 
 // TestDockerFaultContainerKilled: the container dies under a command; the
-// call returns within 2 s with a transport error, and so does the next call.
+// call returns (within 10 s: no hang; make faults measures how soon) with a
+// transport error, and so does the next call.
 func TestDockerFaultContainerKilled(t *testing.T) {
 	cli := needImage(t, "pi-sandbox/busybox")
 	b := newBackend(t, docker.Config{Image: "pi-sandbox/busybox"})
 	errc := startReady(t, b, &ops.Cmd{Command: "echo ready; sleep 300"})
-	start := time.Now()
 	if _, err := cli.ContainerKill(t.Context(), b.ID(), client.ContainerKillOptions{Signal: "KILL"}); err != nil {
 		t.Fatal(err)
 	}
 	select {
 	case err := <-errc:
-		if d := time.Since(start); d > 2*time.Second {
-			t.Errorf("Run returned %s after the kill, want < 2s", d)
-		}
 		if !errors.Is(err, ops.ErrTransport) {
 			t.Errorf("Run = %v, want an error wrapping ops.ErrTransport", err)
 		}

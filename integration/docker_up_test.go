@@ -26,9 +26,15 @@ import (
 // t.Cleanup unless the test did.
 func piUp(t *testing.T, purpose string) (id string, downed *bool) {
 	t.Helper()
-	needImage(t, "pi-sandbox/busybox")
+	return piUpImage(t, "pi-sandbox/busybox", purpose)
+}
+
+// piUpImage is piUp of image.
+func piUpImage(t *testing.T, image, purpose string) (id string, downed *bool) {
+	t.Helper()
+	needImage(t, image)
 	t.Cleanup(func() { checkNoContainers(t, "pi-sandbox.test="+purpose) })
-	out, errs, code := pi(t, "", "up", "--image", "pi-sandbox/busybox", "--label", runLabel+"="+runID, "--label", "pi-sandbox.test="+purpose)
+	out, errs, code := pi(t, "", "up", "--image", image, "--label", runLabel+"="+runID, "--label", "pi-sandbox.test="+purpose)
 	id = strings.TrimSpace(out)
 	if code != 0 || len(id) != 64 {
 		t.Fatalf("up: code %d, out %q, err %s", code, out, errs)

@@ -9,9 +9,11 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"path"
+	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
 )
 
@@ -35,7 +37,7 @@ func TestSSHConnectionProcessesKilledMidCommand(t *testing.T) {
 	waitGone(t, b, pids)
 }
 
-// helperOf prints the pid and binary of the helper serving b's commands:
+// helperOf prints the pid and argv[0] of the helper serving b's commands:
 // the nearest ancestor whose argv is exactly BINARY __shim serve (not a
 // shell whose script mentions it).
 const helperOf = `p=$$; while [ "$p" -gt 1 ]; do set -- $(tr '\0' ' ' < /proc/$p/cmdline); if [ "$#" -eq 3 ] && [ "$2" = __shim ] && [ "$3" = serve ]; then echo $p $1; exit 0; fi; p=$(cut -d' ' -f4 /proc/$p/stat); done; echo none`
@@ -55,7 +57,18 @@ func TestSSHHelperBinaryReplaced(t *testing.T) {
 			if len(f) != 2 {
 				t.Fatalf("no helper found: %q", f)
 			}
-			pid, bin := f[0], f[1]
+			// It runs from the descriptor of the file it verified
+			// (shim.PinExe); the file is the upload next to the spill
+			// directories.
+			pid := f[0]
+			if f[1] != shim.PinExe {
+				t.Fatalf("the helper runs %s, want the verified descriptor %s", f[1], shim.PinExe)
+			}
+			m, _ := filepath.Glob(path.Join(path.Dir(path.Dir(b.Info().SpillDir)), "shim-*"))
+			if len(m) != 1 {
+				t.Fatalf("uploads of the helper binary: %q, want one", m)
+			}
+			bin := m[0]
 			// Never touch a file outside the test user's home.
 			if !strings.HasPrefix(bin, s.Home+"/") || !strings.Contains(path.Base(bin), "shim") {
 				t.Fatalf("the helper binary %s is not an upload under %s", bin, s.Home)
