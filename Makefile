@@ -44,11 +44,12 @@ lint:
 images: build
 	$(BIN) image build
 
-# gVisor: installs Debian's runsc and registers it with the running engine as the runtime
+# gVisor: builds runsc from its Go module (pinned in hack/runsc, cached by version under
+# ~/.cache/pi-sandbox) and registers it with the running engine as the runtime
 # "runsc" (merged into /etc/docker/daemon.json, then a SIGHUP reload; the engine is never
 # restarted). Idempotent; needs root. The runsc tests need it (they fail under CI=true without).
 runtimes:
-	.ci/runtimes
+	GO=$(GO) .ci/runtimes
 
 # Podman's Docker-compatible service on /run/pi-sandbox-podman/podman.sock with the images loaded
 # from Docker, for PI_SANDBOX_PODMAN_HOST=unix:///run/pi-sandbox-podman/podman.sock go test -run

@@ -330,8 +330,11 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	if o.helperOnly {
 		return helperFaults(ctx, o, p, e)
 	}
+	if o.hardening2 {
+		return hardening2Faults(ctx, o, p, e)
+	}
 	if o.hardeningOnly {
-		return hardeningFaults(ctx, o, p, e)
+		return append(hardeningFaults(ctx, o, p, e), hardening2Faults(ctx, o, p, e)...)
 	}
 	var rows []scenResult
 	few := max(o.trials/10, 5)
@@ -377,6 +380,7 @@ func faultsBackend(ctx context.Context, o *options, p *progress, e *env) []scenR
 	p.step("%s: escape attempts", e.name)
 	rows = append(rows, escapeAttempts(ctx, e)...)
 	rows = append(rows, hardeningFaults(ctx, o, p, e)...)
+	rows = append(rows, hardening2Faults(ctx, o, p, e)...)
 	return rows
 }
 

@@ -18,7 +18,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 )
 
-// hardeningFaults replays the adversarial run's defects (issue 17) on e,
+// hardeningFaults replays the first adversarial run's defects on e,
 // one row per item: 1 (memory of edit and grep), 3 (predictable temporary
 // names), 4 (a full spill target), 5 (a secret cut by the output window),
 // 7 (another sandbox's full output), 8 (lost updates), 11 (files without
@@ -52,7 +52,12 @@ func hardeningFaults(ctx context.Context, o *options, p *progress, e *env) []sce
 // cliRun runs `pi-sandbox tool <backend flags> args…`: its output, exit
 // code, peak RSS (MiB) and duration.
 func cliRun(ctx context.Context, o *options, env []string, args ...string) (string, int, int64, time.Duration, error) {
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	return cliRunWithin(ctx, o, 2*time.Minute, env, args...)
+}
+
+// cliRunWithin is cliRun with the call cut after limit.
+func cliRunWithin(ctx context.Context, o *options, limit time.Duration, env []string, args ...string) (string, int, int64, time.Duration, error) {
+	cctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	cmd := exec.CommandContext(cctx, o.bin, append([]string{"tool"}, args...)...)
 	cmd.Env = append(os.Environ(), env...)
@@ -70,7 +75,7 @@ func cliRun(ctx context.Context, o *options, env []string, args ...string) (stri
 		rss = ru.Maxrss >> 10
 	}
 	if cctx.Err() != nil {
-		return out.String(), -1, rss, d, fmt.Errorf("no answer within 2 minutes")
+		return out.String(), -1, rss, d, fmt.Errorf("no answer within %s", limit)
 	}
 	return out.String(), cmd.ProcessState.ExitCode(), rss, d, nil
 }

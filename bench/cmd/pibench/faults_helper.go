@@ -19,7 +19,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// The helper's lifecycle under faults (issue 11): the CLI killed, the helper
+// The helper's lifecycle under faults: the CLI killed, the helper
 // killed, a paused container, a restart, a replaced binary, 300 concurrent
 // calls, a slow consumer. What goes on in the target is looked at through a
 // probe that does not use the backend under test: `docker exec -u 0` for

@@ -229,7 +229,7 @@ func inFlightFault(ctx context.Context, b ops.Backend, t tagger, i int, fault fu
 	if !hung && !errors.Is(err, ops.ErrTransport) {
 		out.fail = fmt.Sprintf("want a transport error, got %v", err)
 	}
-	// The next call reconnects (one attempt: DESIGN §3).
+	// The next call reconnects (one reconnect attempt per call).
 	out.checkNextCall(ctx, b, "after the fault")
 	return out
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/ssh/sshtest"
 )
 
-// The helper figures (issue 11): every in-process op on the helper beside the
+// The helper figures: every in-process op on the helper beside the
 // same op on the old path (NoHelper: one exec per op on docker, SFTP and a
 // session per command on ssh, in-process locally), the first call of a
 // session, and ssh for a remote user whose ~/.bashrc sleeps 300 ms.

@@ -35,6 +35,7 @@ type options struct {
 	parallel      int
 	helperOnly    bool
 	hardeningOnly bool
+	hardening2    bool
 	cliN          int
 	n             int
 
@@ -57,6 +58,9 @@ func (o *options) has(b string) bool {
 }
 
 func main() {
+	// Planted in a container as a hostile helper (faults), this binary
+	// serves as one.
+	hostileHelper()
 	// The local backend re-executes this binary as its shim.
 	shim.Dispatch()
 	if len(os.Args) < 2 {
@@ -87,7 +91,8 @@ func main() {
 	fs.IntVar(&o.trials, "trials", 200, "faults: trials per timeout scenario (others run trials/10, at least 5)")
 	fs.IntVar(&o.parallel, "parallel", 4, "faults: trials run concurrently")
 	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
-	fs.BoolVar(&o.hardeningOnly, "hardening-only", false, "faults: only the replays of the adversarial run's defects (issue 17)")
+	fs.BoolVar(&o.hardeningOnly, "hardening-only", false, "faults: only the replays of the adversarial runs' defects (issues 17 and 24)")
+	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
 	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 8s, -quick 4s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {

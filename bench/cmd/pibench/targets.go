@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// evalTargets checks issue 11's targets: ratios against baselines measured
+// evalTargets checks the helper's speed targets: ratios against baselines measured
 // in the same run, absolute figures where the issue gives them.
 func evalTargets(res *results) []targetResult {
 	var ts []targetResult

@@ -77,7 +77,7 @@ func throughput(ctx context.Context, o *options, p *progress, e *env) []throughp
 		return r
 	}
 	// The bash tool in a child process (its peak RSS is this call's alone);
-	// -quick measures only the CLI, the figure issue 11 sets a target for.
+	// -quick measures only the CLI, the figure with a speed target.
 	modes := []string{"tool"}
 	if o.quick {
 		modes = nil
