@@ -16,14 +16,16 @@ type event struct {
 	Package    string
 	Test       string
 	Output     string
-	ImportPath string // build-output, build-fail
+	ImportPath string  // build-output, build-fail
+	Elapsed    float64 // seconds, on pass, fail and skip
 }
 
 type testKey struct{ pkg, name string }
 
 type testState struct {
-	out    []string // output lines, "=== RUN" and the like left out
-	action string   // pass, fail, skip; "" while running
+	out     []string // output lines, "=== RUN" and the like left out
+	action  string   // pass, fail, skip; "" while running
+	elapsed float64  // seconds, once it ended
 }
 
 // summary collects the events: it echoes what plain go test prints to w as
@@ -95,6 +97,7 @@ func (s *summary) event(e event) {
 		}
 	case "pass", "fail", "skip":
 		t.action = e.Action
+		t.elapsed = e.Elapsed
 		if e.Action == "fail" {
 			// As plain go test: a failing test's output, once it ends.
 			for _, l := range t.out {
@@ -224,8 +227,32 @@ func (s *summary) table() map[string]*tally {
 	return tab
 }
 
-// print writes the summary table and a verdict line.
+// slowest is how many of the slowest tests print lists.
+const slowest = 12
+
+// printSlowest lists the tests, at most two levels deep (a suite and its
+// backends), that took longest: what to look at when a run nears its
+// timeout.
+func (s *summary) printSlowest(w io.Writer) {
+	var ks []testKey
+	for _, k := range s.order {
+		if strings.Count(k.name, "/") <= 1 && s.tests[k].action != "" {
+			ks = append(ks, k)
+		}
+	}
+	sort.SliceStable(ks, func(i, j int) bool { return s.tests[ks[i]].elapsed > s.tests[ks[j]].elapsed })
+	if len(ks) > slowest {
+		ks = ks[:slowest]
+	}
+	fmt.Fprintln(w, "\n--- slowest tests")
+	for _, k := range ks {
+		fmt.Fprintf(w, "%7.1fs %s %s\n", s.tests[k].elapsed, k.name, k.pkg)
+	}
+}
+
+// print writes the slowest tests, the summary table and a verdict line.
 func (s *summary) print(w io.Writer) {
+	s.printSlowest(w)
 	tab := s.table()
 	fmt.Fprintln(w, "\n--- test summary, backend by backend")
 	var untested []string

@@ -195,3 +195,33 @@ func TestBackendOf(t *testing.T) {
 		}
 	}
 }
+
+// TestSlowest lists suites and their backends by time, deeper subtests
+// left out, slowest first.
+func TestSlowest(t *testing.T) {
+	end := func(test string, sec float64) string {
+		b, _ := json.Marshal(event{Action: "pass", Package: "m/integration", Test: test, Elapsed: sec})
+		return string(b)
+	}
+	in := strings.Join([]string{
+		end("TestFast", 0.5),
+		end("TestSuite/docker/Read/Small", 90),
+		end("TestSuite/docker", 100),
+		end("TestSuite", 130),
+		end("TestMiddle", 20),
+	}, "\n") + "\n"
+	var echo, sum strings.Builder
+	s := newSummary(&echo)
+	if err := s.read(strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	s.print(&sum)
+	want := "\n--- slowest tests\n" +
+		"  130.0s TestSuite m/integration\n" +
+		"  100.0s TestSuite/docker m/integration\n" +
+		"   20.0s TestMiddle m/integration\n" +
+		"    0.5s TestFast m/integration\n"
+	if !strings.HasPrefix(sum.String(), want) {
+		t.Errorf("summary begins\n%s\nwant\n%s", sum.String(), want)
+	}
+}
