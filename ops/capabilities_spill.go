@@ -16,6 +16,10 @@ type Spill struct {
 	// Cap bounds the output saved; CapNote ends a capped file.
 	Cap     int64
 	CapNote string
+	// Total bounds, with package savedout, the bytes of all saved outputs
+	// under the file's spill root (0: none); a file it cuts ends with
+	// savedout's note and Err wraps savedout.ErrTotal.
+	Total int64
 	// Skip, for a Cmd.Output that is an OutputSkipper, lets the runner
 	// keep output from it once SkipAfter bytes were written: then only the
 	// last SkipHold bytes (and the counts of the rest) reach it, at the

@@ -120,6 +120,10 @@ const ExitGrace = 100 * time.Millisecond
 // by ps) where the runner keeps them, else killed.
 const ExitOutputLimit = 2 * time.Second
 
+// DefaultSavedOutputTotal is a sandbox's bound on its saved outputs when
+// its Info sets none.
+const DefaultSavedOutputTotal = 4 << 30
+
 // Backend is a complete target: files, commands and a description.
 type Backend interface {
 	FS
@@ -146,6 +150,10 @@ type Info struct {
 	// SpillDir is the sandbox's own directory for spill files (bash's full
 	// output), disk-backed and removed by Close.
 	SpillDir string
+	// SavedOutputTotal bounds the bytes of all saved outputs under the
+	// spill directory's parent (every working directory's spill
+	// directory): 0 means DefaultSavedOutputTotal, negative no bound.
+	SavedOutputTotal int64
 	// Capabilities names what the backend offers beyond the core, e.g.
 	// "shim", "grep", "find", "linecount".
 	Capabilities []string

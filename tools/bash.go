@@ -12,6 +12,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/savedout"
 )
 
 // bashDescription is pi 1.6's text, byte for byte.
@@ -53,6 +54,8 @@ type bashTool struct {
 	fsys     ops.FS
 	info     ops.Info
 	spillCap int64
+	// spillTotal bounds the sandbox's saved outputs (savedout.Total).
+	spillTotal int64
 }
 
 // NewBash returns pi's bash tool. Commands run through r in info.WorkDir,
@@ -64,7 +67,8 @@ type bashTool struct {
 // Where it differs from pi 1.6, on purpose:
 //   - The spill file lives in the target's spill directory, not the host's
 //     temp directory; a missing directory is created; the file is capped at
-//     1 GiB, ending with a note line when the cap is hit. If the file cannot
+//     1 GiB, ending with a note line when the cap is hit, and the sandbox's
+//     saved outputs in all at ops.Info.SavedOutputTotal. If the file cannot
 //     be created the notice says "Full output: not saved (<error>)" (pi's
 //     local file cannot fail that way).
 //   - Commands get PAGER=cat, GIT_PAGER=cat, GIT_TERMINAL_PROMPT=0,
@@ -77,7 +81,7 @@ type bashTool struct {
 //   - The shell's run time in the timeout sentence for background writers
 //     is printed with one decimal ("after 0.0 seconds").
 func NewBash(r ops.Runner, fsys ops.FS, info ops.Info) loop.Tool {
-	return &bashTool{r: r, fsys: fsys, info: info, spillCap: defaultSpillCap}
+	return &bashTool{r: r, fsys: fsys, info: info, spillCap: defaultSpillCap, spillTotal: savedout.Total(info)}
 }
 
 func (t *bashTool) Name() string                { return "bash" }
@@ -109,10 +113,10 @@ func (t *bashTool) Execute(ctx context.Context, _ string, args map[string]any, u
 		if target != nil {
 			return target
 		}
-		return startSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap)
+		return startSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap, t.spillTotal)
 	})
 	if _, ok := t.r.(ops.SpillRunner); ok && t.fsys != nil {
-		target = newTargetSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap)
+		target = newTargetSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap, t.spillTotal)
 	}
 	if update != nil {
 		update(&loop.Result{Content: []loop.Content{}})

@@ -207,3 +207,7 @@ func BenchmarkBash1GiB(b *testing.B) {
 		b.ReportMetric(float64(bashMemTotal)/(1<<20)/elapsed.Seconds(), "MiB/s")
 	}
 }
+
+func (bashCountingFS) ReadDir(context.Context, string) ([]fs.DirEntry, error) {
+	return nil, fs.ErrNotExist
+}

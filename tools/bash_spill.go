@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/savedout"
 )
 
 const (
@@ -32,6 +33,7 @@ const (
 type spillFile struct {
 	name  string
 	limit int64
+	total int64 // the sandbox's saved outputs (savedout), 0: no bound
 
 	accepted int64 // bytes passed to write (producer side)
 	capped   bool
@@ -50,8 +52,8 @@ type spillFile struct {
 // startSpill picks a fresh name in dir and starts the writer. ctx's values
 // are used, not its cancellation: the file must be complete even when the
 // command was aborted, since the abort message points to it.
-func startSpill(ctx context.Context, fsys ops.FS, dir string, limit int64) *spillFile {
-	return startSpillAt(ctx, fsys, spillName(dir), limit)
+func startSpill(ctx context.Context, fsys ops.FS, dir string, limit, total int64) *spillFile {
+	return startSpillAt(ctx, fsys, spillName(dir), limit, total)
 }
 
 // spillName is a fresh spill file name in dir.
@@ -65,10 +67,11 @@ func spillName(dir string) string {
 }
 
 // startSpillAt starts the writer of the spill file name.
-func startSpillAt(ctx context.Context, fsys ops.FS, name string, limit int64) *spillFile {
+func startSpillAt(ctx context.Context, fsys ops.FS, name string, limit, total int64) *spillFile {
 	s := &spillFile{
 		name:  name,
 		limit: limit,
+		total: total,
 		done:  make(chan struct{}),
 	}
 	s.cond.L = &s.mu
@@ -130,12 +133,19 @@ func (s *spillFile) run(ctx context.Context, fsys ops.FS) {
 		s.fail(errors.New("no file system for the spill file"))
 		return
 	}
+	budget := savedout.Start(ctx, fsys, s.name, s.total)
+	defer budget.Done()
+	if !budget.Room() {
+		s.fail(savedout.Error(s.total))
+		return
+	}
 	w, err := openSpill(ctx, fsys, s.name)
 	if err != nil {
 		s.fail(err)
 		return
 	}
 	s.openOK = true
+	var written int64
 	for {
 		s.mu.Lock()
 		for len(s.queue) == 0 && !s.closed {
@@ -149,7 +159,14 @@ func (s *spillFile) run(ctx context.Context, fsys ops.FS) {
 		}
 		for _, b := range batch {
 			if err == nil {
-				_, err = w.Write(b)
+				t := budget.Take(len(b))
+				var n int
+				n, err = w.Write(b[:t])
+				written += int64(n)
+				if err == nil && t < len(b) {
+					err = savedout.Error(s.total)
+					io.WriteString(w, savedout.Note(written, err))
+				}
 			}
 			s.mu.Lock()
 			s.queued -= len(b)

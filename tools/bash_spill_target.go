@@ -32,6 +32,7 @@ type targetSpill struct {
 	ctx   context.Context
 	fsys  ops.FS
 	limit int64
+	total int64
 	s     *ops.Spill
 
 	held      [][]byte
@@ -43,13 +44,14 @@ type targetSpill struct {
 // newTargetSpill describes the spill file for a runner to save: created
 // once the output passes what bash shows, capped at limit with
 // spillFile's note.
-func newTargetSpill(ctx context.Context, fsys ops.FS, dir string, limit int64) *targetSpill {
-	return &targetSpill{ctx: ctx, fsys: fsys, limit: limit, s: &ops.Spill{
+func newTargetSpill(ctx context.Context, fsys ops.FS, dir string, limit, total int64) *targetSpill {
+	return &targetSpill{ctx: ctx, fsys: fsys, limit: limit, total: total, s: &ops.Spill{
 		Path:       spillName(dir),
 		AfterBytes: defaultMaxBytes,
 		AfterLines: defaultMaxLines,
 		Cap:        limit,
 		CapNote:    capNote(limit),
+		Total:      total,
 		// Past the structured output's head, only the last part of a long
 		// output (more than the structured tail and the rolling tail
 		// need) comes back, with the counts of the rest.
@@ -80,7 +82,7 @@ func (t *targetSpill) close() error {
 	}
 	if !t.over && t.s.Err == nil {
 		// The runner did not need the file: write what is held.
-		f := startSpillAt(t.ctx, t.fsys, t.s.Path, t.limit)
+		f := startSpillAt(t.ctx, t.fsys, t.s.Path, t.limit, t.total)
 		for _, p := range t.held {
 			f.write(p)
 		}

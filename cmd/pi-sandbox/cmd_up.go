@@ -4,9 +4,13 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
+	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
+	"github.com/pi-sandbox/pi-sandbox/ops/savedout"
 )
 
 func init() {
@@ -35,6 +39,7 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 	fs.StringVar(&cfg.Runtime, "runtime", "", "the engine's OCI runtime, e.g. runsc (gVisor; see `make runtimes`; default the engine's)")
 	fs.BoolVar(&cfg.AllowNetwork, "allow-network", false, "relaxation: attach to the engine's default network (default: none)")
 	fs.BoolVar(&cfg.WritableRootfs, "writable-rootfs", false, "relaxation: writable root file system")
+	fs.Var((*sizeFlag)(&cfg.MaxSavedOutput), "max-saved-output", "total `SIZE` of the saved full outputs and background logs, e.g. 4g, 512m (default 4g; -1 none)")
 	fs.Usage = func() {
 		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nThe sandbox stays until `pi-sandbox down ID`; use it with --backend docker --container ID.\nIts calls share one helper: background processes a call leaves running live until down.\n\nflags:")
 		fs.PrintDefaults()
@@ -50,6 +55,10 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 		return 2
 	}
 	if kf.backend == "k8s" {
+		if cfg.MaxSavedOutput != 0 {
+			fmt.Fprintf(io.err, "pi-sandbox up: --max-saved-output is for the docker backend; a pod's saved outputs have the default total (%s)\n", savedout.Size(ops.DefaultSavedOutputTotal))
+			return 2
+		}
 		return upK8s(ctx, &kf, cfg.Image, cfg.WorkDir, cfg.User, mounts, labelMap(labels), io)
 	}
 	for _, m := range mounts {
@@ -90,6 +99,37 @@ func labelMap(labels []string) map[string]string {
 		}
 	}
 	return m
+}
+
+// sizeFlag is a size in bytes: a number with an optional suffix k, m, g
+// or t (powers of 1024), or -1.
+type sizeFlag int64
+
+func (f *sizeFlag) String() string {
+	if *f == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*f), 10)
+}
+
+func (f *sizeFlag) Set(v string) error {
+	if v == "-1" {
+		*f = -1
+		return nil
+	}
+	num, shift := strings.ToLower(v), 0
+	for i, u := range []string{"k", "m", "g", "t"} {
+		if n, ok := strings.CutSuffix(num, u); ok {
+			num, shift = n, 10*(i+1)
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
+		return fmt.Errorf("want a positive size such as 4g, 512m or 1000000 (bytes), or -1 for none")
+	}
+	*f = sizeFlag(n << shift)
+	return nil
 }
 
 // multiFlag is a repeatable string flag.

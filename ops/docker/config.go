@@ -111,6 +111,12 @@ type Config struct {
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).
 	MaxBackground int
+	// MaxSavedOutput bounds the bytes of the sandbox's saved outputs (bash's
+	// full-output files, background logs) in all: Info.SavedOutputTotal.
+	// Zero: ops.DefaultSavedOutputTotal; negative: none. Up records it in
+	// the container (LabelMaxSavedOutput), so that every later backend on
+	// the container applies it.
+	MaxSavedOutput int64
 }
 
 // Mount is a bind mount.

@@ -34,6 +34,9 @@ const (
 // the daemon's socket in its place is never trusted.
 const LabelHelperKey = "pi-sandbox.helper-key"
 
+// LabelMaxSavedOutput holds an Up sandbox's Config.MaxSavedOutput in bytes.
+const LabelMaxSavedOutput = "pi-sandbox.max-saved-output"
+
 // keepAlive is PID 1's child: it only has to stay up. The trap lets a stop
 // end it at once even without an init.
 const keepAlive = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
@@ -136,6 +139,9 @@ func hardenedSpec(cfg *Config, kind string, ncpu int) (*container.Config, *conta
 		var k [32]byte
 		rand.Read(k[:])
 		labels[LabelHelperKey] = hex.EncodeToString(k[:])
+		if cfg.MaxSavedOutput != 0 {
+			labels[LabelMaxSavedOutput] = strconv.FormatInt(cfg.MaxSavedOutput, 10)
+		}
 	}
 	hc := &container.HostConfig{
 		NetworkMode:    "none",

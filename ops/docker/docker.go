@@ -108,6 +108,14 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		b.id, b.user, b.startedAt = res.Container.ID, cfg.User, res.Container.State.StartedAt
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
+			if v, ok := c.Labels[LabelMaxSavedOutput]; ok && cfg.MaxSavedOutput == 0 {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					closeCli()
+					return nil, fmt.Errorf("docker: container %q: label %s=%q is not a number of bytes", cfg.Container, LabelMaxSavedOutput, v)
+				}
+				cfg.MaxSavedOutput = n
+			}
 		}
 		if cfg.WorkDir == "" && res.Container.Config != nil {
 			cfg.WorkDir = res.Container.Config.WorkingDir
@@ -283,6 +291,8 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		// Grep and Find run in the container (search.go); CountLines runs
 		// wc -l there.
 		Capabilities: []string{"grep", "find", "linecount"},
+
+		SavedOutputTotal: cfg.MaxSavedOutput,
 	}
 	if info.Shell == "" {
 		info.Shell = "/bin/sh"

@@ -67,7 +67,7 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string, sp *ops.
 		req.Base, req.HasBase = proto.Strs(base), true
 	}
 	if sp != nil {
-		req.Spill = &proto.SpillRequest{Path: proto.Str(sp.Path), AfterBytes: sp.AfterBytes, AfterLines: sp.AfterLines, Cap: sp.Cap, CapNote: sp.CapNote}
+		req.Spill = &proto.SpillRequest{Path: proto.Str(sp.Path), AfterBytes: sp.AfterBytes, AfterLines: sp.AfterLines, Cap: sp.Cap, CapNote: sp.CapNote, Total: sp.Total}
 		if _, ok := cmd.Output.(ops.OutputSkipper); ok && sp.Skip {
 			req.Spill.Skip, req.Spill.SkipAfter, req.Spill.SkipHold = true, sp.SkipAfter, sp.SkipHold
 		}

@@ -73,7 +73,7 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 			end(proto.RunEnd{Kind: "unknown", Message: err.Error()})
 			return
 		}
-		sp = newSpiller(ctx, fsys, req.Spill)
+		sp = newSpiller(ctx, fsys, b, req.Spill)
 		fw.spill = sp
 		fw.skip = newSkipper(req.Spill)
 	}

@@ -6,10 +6,10 @@ import (
 	"io"
 	"io/fs"
 	"path"
-	"strconv"
 	"syscall"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/savedout"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -21,7 +21,10 @@ import (
 type spiller struct {
 	ctx  context.Context
 	fsys ops.FS
-	req  *proto.SpillRequest
+	// whole measures the sandbox's saved outputs for req.Total: the
+	// target unconfined (the spill root lies outside the call's roots).
+	whole ops.FS
+	req   *proto.SpillRequest
 
 	held     []byte // the output until the file is created
 	raw      int64
@@ -29,14 +32,15 @@ type spiller struct {
 	openLine bool // the last byte was not "\n"
 
 	w       io.WriteCloser
+	budget  *savedout.File // the sandbox's total (req.Total)
 	created bool
 	written int64
 	stopped bool
 	err     error
 }
 
-func newSpiller(ctx context.Context, fsys ops.FS, req *proto.SpillRequest) *spiller {
-	return &spiller{ctx: context.WithoutCancel(ctx), fsys: fsys, req: req}
+func newSpiller(ctx context.Context, fsys, whole ops.FS, req *proto.SpillRequest) *spiller {
+	return &spiller{ctx: context.WithoutCancel(ctx), fsys: fsys, whole: whole, req: req}
 }
 
 // add takes the next chunk of output.
@@ -76,6 +80,11 @@ func (s *spiller) add(p []byte) {
 func (s *spiller) open() error {
 	const flag = syscall.O_CREAT | syscall.O_EXCL
 	name := string(s.req.Path)
+	s.budget = savedout.Start(s.ctx, s.whole, name, s.req.Total)
+	if !s.budget.Room() {
+		s.budget.Done()
+		return savedout.Error(s.req.Total)
+	}
 	w, err := s.fsys.OpenWriter(s.ctx, name, flag, 0o600)
 	if errors.Is(err, fs.ErrNotExist) {
 		if merr := s.fsys.MkdirAll(s.ctx, path.Dir(name), 0o700); merr == nil {
@@ -97,12 +106,19 @@ func (s *spiller) write(p []byte) {
 	if room := s.req.Cap - s.written; s.req.Cap > 0 && int64(len(p)) >= room {
 		p, capped = p[:max(room, 0)], int64(len(p)) > room
 	}
+	full := false
+	if t := s.budget.Take(len(p)); t < len(p) {
+		p, full, capped = p[:t], true, false
+	}
 	n, err := s.w.Write(p)
 	s.written += int64(n)
+	if err == nil && full {
+		err = savedout.Error(s.req.Total)
+	}
 	if err != nil {
 		s.err, s.stopped = err, true
 		// Say so at the end of the file, if there is room for that.
-		io.WriteString(s.w, "\n[pi-sandbox: output after the first "+strconv.FormatInt(s.written, 10)+" bytes was not saved: "+err.Error()+"]\n")
+		io.WriteString(s.w, savedout.Note(s.written, err))
 		return
 	}
 	if capped {
@@ -114,6 +130,9 @@ func (s *spiller) write(p []byte) {
 // finish closes the file (without an fsync: the file is a convenience,
 // not a record) and reports.
 func (s *spiller) finish() *proto.SpillEnd {
+	if s.budget != nil {
+		s.budget.Done()
+	}
 	if s.w != nil {
 		var err error
 		if nc, ok := s.w.(interface{ closeNoSync() error }); ok {

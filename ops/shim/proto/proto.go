@@ -257,6 +257,7 @@ type SpillRequest struct {
 	AfterLines int64  `json:"afterLines"`
 	Cap        int64  `json:"cap"`
 	CapNote    string `json:"capNote,omitempty"`
+	Total      int64  `json:"total,omitempty"` // ops.Spill.Total
 	// Skip: past SkipAfter bytes sent, hold the last SkipHold bytes back
 	// and send the rest as a FrameSkip (ops.Spill).
 	Skip      bool  `json:"skip,omitempty"`
