@@ -196,12 +196,13 @@ func testNoTempLeft(t testing.TB, ctx context.Context, b ops.Backend) {
 	}
 }
 
-// testAtomic rewrites an 8 MiB file 50 times with two alternating contents
-// while readers check that every read is one complete content.
+// testAtomic rewrites a 2 MiB file 30 times with two alternating contents
+// while readers check that every read is one complete content. 2 MiB is
+// dozens of a transfer's chunks (32 to 64 KiB): a write seen before its end shows.
 func testAtomic(t testing.TB, ctx context.Context, b ops.Backend) {
 	dir := scratch(t, ctx, b)
 	name := dir + "/atomic"
-	contents := [2][]byte{bytes.Repeat([]byte{'a'}, 8<<20), bytes.Repeat([]byte{'b'}, 8<<20)}
+	contents := [2][]byte{bytes.Repeat([]byte{'a'}, 2<<20), bytes.Repeat([]byte{'b'}, 2<<20)}
 	if err := b.WriteFile(ctx, name, contents[0], 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -228,7 +229,8 @@ func testAtomic(t testing.TB, ctx context.Context, b ops.Backend) {
 		})
 	}
 	var werr error
-	for i := range 50 {
+	const writes = 30
+	for i := range writes {
 		if werr = b.WriteFile(ctx, name, contents[(i+1)%2], 0o644); werr != nil {
 			break
 		}
@@ -244,7 +246,7 @@ func testAtomic(t testing.TB, ctx context.Context, b ops.Backend) {
 	if reads.Load() == 0 {
 		t.Fatalf("no read completed while writing")
 	}
-	t.Logf("%d complete reads during 50 writes", reads.Load())
+	t.Logf("%d complete reads during %d writes", reads.Load(), writes)
 }
 
 func describeMix(got []byte) string {
