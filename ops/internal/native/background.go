@@ -174,20 +174,8 @@ func readProcs() map[int]procStat {
 	ents, _ := os.ReadDir("/proc")
 	out := make(map[int]procStat, len(ents))
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			continue
-		}
-		f := bytes.Fields(b[i+2:])
-		if len(f) < 2 {
+		pid, f := procStatFields(e.Name())
+		if f == nil {
 			continue
 		}
 		ppid, _ := strconv.Atoi(string(f[1]))
@@ -199,6 +187,29 @@ func readProcs() map[int]procStat {
 		out[pid] = procStat{ppid: ppid, state: state, cmdline: strings.TrimSpace(strings.ReplaceAll(string(cl), "\x00", " "))}
 	}
 	return out
+}
+
+// procStatFields reads /proc/NAME/stat of process NAME and returns its pid
+// and the fields after the command name (the state, then the parent's pid,
+// ...); nil when NAME is not a process or its stat is gone or malformed.
+func procStatFields(name string) (int, [][]byte) {
+	pid, err := strconv.Atoi(name)
+	if err != nil {
+		return 0, nil
+	}
+	b, err := os.ReadFile("/proc/" + name + "/stat")
+	if err != nil {
+		return 0, nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, nil
+	}
+	f := bytes.Fields(b[i+2:])
+	if len(f) < 2 {
+		return 0, nil
+	}
+	return pid, f
 }
 
 func stateName(c byte) string {

@@ -1,7 +1,6 @@
 package native
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -156,20 +155,8 @@ func readParents() map[int]int {
 	ents, _ := os.ReadDir("/proc")
 	out := make(map[int]int, len(ents))
 	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 || i+2 >= len(b) {
-			continue
-		}
-		f := bytes.Fields(b[i+2:])
-		if len(f) < 2 {
+		pid, f := procStatFields(e.Name())
+		if f == nil {
 			continue
 		}
 		if ppid, err := strconv.Atoi(string(f[1])); err == nil {
