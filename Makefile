@@ -2,7 +2,9 @@
 GO      ?= go
 BIN     ?= bin/pi-sandbox
 PKGS    ?= ./...
-TIMEOUT ?= 45m
+# A test binary's limit: the integration package takes about 21 minutes alone and about
+# twice that beside the other packages on a 2-core machine.
+TIMEOUT ?= 60m
 
 export TESTCONTAINERS_RYUK_DISABLED := true
 
