@@ -1,5 +1,5 @@
 // Package images builds the container images pi-sandbox uses, without a
-// registry (DESIGN §9): each image is made locally from Debian packages on
+// registry: each image is made locally from Debian packages on
 // the host, loaded into the engine with ImageImport, and cached under a
 // content tag plus :latest, so a build runs only when its inputs changed.
 //

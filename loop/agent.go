@@ -61,7 +61,7 @@ type RunOptions struct {
 	FinishTurn func(ctx context.Context, msg *AssistantMessage, results []*ToolResultMessage) TurnAction
 }
 
-// Run is pi 1.6's agent loop (pi-contracts §10.1): agent_start, turns of
+// Run is pi 1.6's agent loop: agent_start, turns of
 // request → tool batch → turn_end, steering and follow-up messages, and
 // exactly one agent_end. It returns the messages the run produced.
 func (l *Loop) Run(ctx context.Context, p Provider, opts RunOptions, emit EmitFunc) []Message {
@@ -153,7 +153,7 @@ func (l *Loop) Run(ctx context.Context, p Provider, opts RunOptions, emit EmitFu
 }
 
 // stream asks the provider for one reply and emits message_start, updates
-// and message_end (pi-contracts §10.2).
+// and message_end.
 func (l *Loop) stream(ctx context.Context, p Provider, transcript []Message, em *emitter) *AssistantMessage {
 	started := false
 	onEvent := func(ev *StreamEvent) {

@@ -35,7 +35,7 @@ func (e *emitter) send(ev Event) {
 }
 
 // RunBatch runs the calls of one assistant message (msg may be nil) as pi
-// 1.6 does (pi-contracts §10.3): sequentially when the Loop is sequential or
+// 1.6 does: sequentially when the Loop is sequential or
 // any called tool is Sequential, otherwise all calls are prepared first, in
 // order, and the prepared ones then run concurrently; tool_execution_end
 // events come in completion order and the tool-result messages, after all

@@ -6,7 +6,7 @@
 //
 // # Pipeline
 //
-// Every call goes through the steps of pi-contracts §10.4: abort check,
+// Every call goes through the steps of pi 1.6's tool call: abort check,
 // lookup ("Tool <name> not found"), [ArgumentPreparer], coercion and
 // validation ("Validation failed for tool …" with the raw arguments quoted in
 // the model's key order), the before chain, execution, the after chain. Every

@@ -3,7 +3,7 @@ package loop
 import "encoding/json"
 
 // Event is one loop event. Its JSON is one object with a "type" key and
-// pi's field names, in pi's order (DESIGN §6).
+// pi's field names, in pi's order.
 type Event interface {
 	Type() string
 }
@@ -126,7 +126,7 @@ func (e TurnEnd) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON writes {"type":"message_start","message":…}. A tool-result
-// message is written without durationMs here, as DESIGN §6 shows; the
+// message is written without durationMs here, as pi writes it; the
 // duration appears on message_end.
 func (e MessageStart) MarshalJSON() ([]byte, error) {
 	msg := any(e.Message)

@@ -61,7 +61,7 @@ func abortResult(ctx context.Context) *Result {
 	return ErrorResult(&AbortError{Cause: context.Cause(ctx)})
 }
 
-// prepare is steps 1–6 of pi-contracts §10.4: abort check, lookup,
+// prepare is the first six steps of pi 1.6's tool call: abort check, lookup,
 // prepareArguments, coercion and validation, before hooks. It returns the
 // prepared call, or the call's immediate result.
 func (l *Loop) prepare(ctx context.Context, tc ToolCall, msg *AssistantMessage) (c *Call, res *Result) {

@@ -11,7 +11,7 @@ import (
 )
 
 // Script is a Provider that replays assistant turns, one JSON object per
-// line (DESIGN §6):
+// line:
 //
 //	{"content":[{"type":"text","text":"…"},{"type":"toolCall","id":"c1","name":"read","arguments":{…}}],"stopReason":"toolUse"}
 //

@@ -24,7 +24,7 @@ import (
 // tree of typed kinds (kind.Required, kind.Type, …) carrying the instance
 // location. pi's texts come from its own schema library, so we do not use
 // the library's messages: we flatten its error tree and map each kind to
-// pi's wording (pi-contracts §10.4) in issueText below. Coercion and the error
+// pi's wording in issueText below. Coercion and the error
 // order come from our own small reading of the schema (schema.go), because
 // the library neither coerces nor keeps property order.
 type validator struct {

@@ -27,7 +27,7 @@ func TestValidationGolden(t *testing.T) {
 		Fn:     readTool().Fn}
 	l := newLoop(t, []loop.Tool{readTool(), bashTool(), edit, strict})
 	cases := []struct{ name, tool, args, want string }{
-		// Captured from pi 1.6.0 (pi-contracts §10.4).
+		// Captured from pi 1.6.0.
 		{"read empty", "read", `{}`, "Validation failed for tool \"read\":\n  - path: missing\n\nReceived arguments:\n{}"},
 		{"bash timeout string", "bash", `{"command":"x","timeout":"abc"}`, "Validation failed for tool \"bash\":\n  - timeout: expected number, got string\n\nReceived arguments:\n{\n  \"command\": \"x\",\n  \"timeout\": \"abc\"\n}"},
 		// Key order as sent, no HTML escaping, non-ASCII literal.

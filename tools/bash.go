@@ -23,7 +23,7 @@ const bashDescription = "Execute a bash command in the current working directory
 // maxTimeoutMS is pi's MAX_TIMEOUT_MS (Node's largest setTimeout delay).
 const maxTimeoutMS = 2147483647
 
-// bashEnv makes commands non-interactive (DESIGN §5). pi also sets
+// bashEnv makes commands non-interactive. pi also sets
 // PI_SESSION_ID, PI_SESSION_FILE, PI_PROVIDER, PI_MODEL and
 // PI_REASONING_LEVEL from its session; pi-sandbox runs tools without a pi
 // session, so there is nothing to expose.
@@ -100,7 +100,7 @@ type bashError struct {
 func (e *bashError) Error() string { return e.text }
 func (e *bashError) Unwrap() error { return e.cause }
 
-// Execute follows pi's bash tool (pi-contracts §4.4, §8): stream the output
+// Execute follows pi's bash tool: stream the output
 // through the accumulator, then append the status to the tail-truncated
 // text. A non-zero exit is a returned result with IsError; aborts, timeouts,
 // a lost exit status and failures to start are errors.

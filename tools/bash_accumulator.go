@@ -8,7 +8,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// Sizes of bash's bounded output state (pi-contracts §1, §4.4, §8.6).
+// Sizes of bash's bounded output state.
 const (
 	// rollingTailBytes is what the decoded tail is cut back to once it grows
 	// past twice this size: 2 × maxBytes, as pi's OutputAccumulator does.

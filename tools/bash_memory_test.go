@@ -136,7 +136,7 @@ func measureBash1GiB(tb testing.TB) (int64, time.Duration) {
 }
 
 // TestBashMemory1GiB: 1 GiB of output through the tool stays under 64 MiB
-// peak RSS (DESIGN §5: bounded memory whatever the output size). Under the
+// peak RSS (bounded memory whatever the output size). Under the
 // race detector, whose shadow memory inflates RSS and which makes 1 GiB take
 // a minute, the Go heap is sampled in process for 64 MiB of output instead:
 // a heap peak well under the volume shows the output is not retained.

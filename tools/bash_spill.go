@@ -16,7 +16,7 @@ import (
 )
 
 const (
-	// defaultSpillCap bounds a spill file (DESIGN §5); a note line ends a
+	// defaultSpillCap bounds a spill file; a note line ends a
 	// capped file.
 	defaultSpillCap = 1 << 30
 	// spillQueueBytes bounds the raw bytes waiting for a slow writer; the

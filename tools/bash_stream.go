@@ -12,7 +12,7 @@ import (
 const bashUpdateThrottle = 100 * time.Millisecond
 
 // bashStream is the command's output sink (ops.Cmd.Output): it feeds the
-// accumulator and emits throttled partial results (pi-contracts §8.5). The
+// accumulator and emits throttled partial results. The
 // runner writes from one goroutine, the throttle timer fires on another,
 // hence the mutex.
 type bashStream struct {

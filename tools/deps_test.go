@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-// TestDeps enforces the dependency rule (DESIGN §1): tools reach files and
+// TestDeps enforces the dependency rule: tools reach files and
 // processes only through ops, so they behave the same on every backend.
 func TestDeps(t *testing.T) {
 	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")

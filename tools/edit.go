@@ -14,7 +14,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// The edit tool (pi-contracts §4.3 and §7, pi 1.6).
+// The edit tool (pi 1.6).
 
 const editDescription = "Edit a single file using exact text replacement. Every edits[].oldText must match a unique, non-overlapping region of the original file. If two changes affect the same block or nearby lines, merge them into one edit instead of emitting overlapping edits. Do not include large unchanged regions just to connect distant changes."
 

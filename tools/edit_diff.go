@@ -7,7 +7,7 @@ import (
 )
 
 // edit's details: the numbered display diff, the unified patch and the first
-// changed line (pi-contracts §7.5). The line diff is the one of the npm
+// changed line. The line diff is the one of the npm
 // "diff" package (jsdiff's diffLines): Myers' O(ND) algorithm exploring
 // diagonals forward only, preferring the path furthest along the old text,
 // with removals before additions in each change.
@@ -232,7 +232,7 @@ const diffWindow = 32
 // that editParts splits into lines. A longer run keeps only gapKeep lines
 // at each end and a hole for the rest (the formatters show at most 4 lines
 // at each end of a run), so a file of millions of lines costs no per-line
-// tables (issue 17.1).
+// tables.
 const (
 	maxGapLines = 4096
 	gapKeep     = 8
@@ -597,7 +597,7 @@ func computeEditDetails(name, base, newText string, reps []lfReplacement) editDe
 // maxDiffLineBytes bounds one line of the details' diff and patch: a longer
 // line (a minified file, a file of NUL bytes) is cut there with a note of
 // how many bytes were left out, so the details hold a bounded window of
-// the file (issue 17.1). A patch with a cut line does not apply.
+// the file. A patch with a cut line does not apply.
 const maxDiffLineBytes = 16 << 10
 
 // cutLongLines returns parts with every line over maxDiffLineBytes cut.

@@ -9,7 +9,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// maxEditBytes is the largest file edit changes (issue 17.1). Edit holds the
+// maxEditBytes is the largest file edit changes. Edit holds the
 // file several times over (bytes, decoded text, the LF form, the fuzzy
 // form, the result, the diff's line tables), so an unbounded file made the
 // CLI take gigabytes; pi stops at Node's string limit. Larger files are

@@ -4,7 +4,7 @@ import (
 	"strings"
 )
 
-// The BOM and line endings for edit (pi-contracts §7.2 step 5 and §7.4, pi
+// The BOM and line endings for edit (pi
 // 1.6 behaviour). The file is decoded with decodeString (decode.go), as
 // Node's buffer.toString("utf-8") does: pi edits the decoded string, so
 // invalid bytes are written back as U+FFFD.

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// Matching and validation of edit's replacements (pi-contracts §7.3).
+// Matching and validation of edit's replacements.
 
 // editSpec is one requested replacement.
 type editSpec struct {

@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The file tools work on regular files only (issue 17.11): reading a FIFO,
+// The file tools work on regular files only: reading a FIFO,
 // /dev/zero or /dev/urandom never ends, and pi reads nothing else usefully.
 // Directories keep pi's own errors (EISDIR).
 

@@ -17,7 +17,7 @@ import (
 )
 
 // hangGuard runs fn and fails the test if it has not returned after a
-// minute: the calls below used to block forever (issue 17.11), and a hung
+// minute: the calls below used to block forever, and a hung
 // test should say so rather than wait for the binary's timeout.
 func hangGuard(t *testing.T, what string, fn func()) {
 	t.Helper()

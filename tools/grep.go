@@ -209,7 +209,7 @@ const grepMaxText = 4 << 10
 
 // grepOutput collects the output lines with bounded memory: pi joins them
 // and applies truncateHead with only the byte cap, so once the kept lines
-// exceed it the rest is only counted (issue 17.1: a search with millions of
+// exceed it the rest is only counted (a search with millions of
 // matches held them all).
 type grepOutput struct {
 	kept       []string

@@ -204,7 +204,7 @@ func TestToolsMemoryChild(t *testing.T) {
 	}
 }
 
-// TestToolsMemory (issue 17.1): edit and grep on a 128 MiB and a 2 GiB
+// TestToolsMemory: edit and grep on a 128 MiB and a 2 GiB
 // sparse file, on the largest file edit takes, and on 32 Mi matches each
 // stay under 512 MiB peak RSS, in a child capped at 2 GiB of address space.
 func TestToolsMemory(t *testing.T) {

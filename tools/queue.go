@@ -10,7 +10,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// MutationQueue is pi's file mutation queue (pi-contracts §6): edit and
+// MutationQueue is pi's file mutation queue: edit and
 // write calls on the same file run one at a time, in the order Do was
 // called; calls on different files run in parallel. In a parallel batch
 // the loop calls edit and write in source order (they are

@@ -13,7 +13,7 @@ import (
 
 // TestBatchWriteThenEditInSourceOrder runs 100 parallel batches that write
 // a file and then edit it, several times over: the calls must enter the
-// mutation queue in source order, as pi's do (issue 17.8a: the edit ran
+// mutation queue in source order, as pi's do (the edit ran
 // first in 4 of 10 runs). Every batch must end in the last edit's content
 // with every call a success.
 func TestBatchWriteThenEditInSourceOrder(t *testing.T) {

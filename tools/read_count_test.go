@@ -26,7 +26,7 @@ func (c countingLines) CountLines(ctx context.Context, name string) (int64, int6
 	return ops.CountLines(ctx, c.FS, name)
 }
 
-// TestReadLineCountIsACapability (issue 16.5): whether read counts the rest
+// TestReadLineCountIsACapability: whether read counts the rest
 // of a big file in the target depends on the backend's LineCountFS answer,
 // never on Info.Backend, the display name. A backend named "local" that
 // counts is asked; one that answers ErrUnsupported is asked once and read

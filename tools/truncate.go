@@ -7,7 +7,7 @@ import (
 	"unicode/utf16"
 )
 
-// pi's shared limits (pi-contracts §1).
+// pi's shared limits.
 const (
 	defaultMaxLines   = 2000
 	defaultMaxBytes   = 51200

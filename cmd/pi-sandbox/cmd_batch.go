@@ -15,7 +15,7 @@ func init() {
 
 // runBatch is `pi-sandbox batch [flags] [--sequential]`: stdin holds a JSON
 // array of {"id","name","arguments"}; stdout gets the events as JSON lines
-// (DESIGN §6), tool_execution_end in completion order and the tool-result
+// , tool_execution_end in completion order and the tool-result
 // messages in source order. Exit 1 when a call hit a transport failure.
 func runBatch(ctx context.Context, args []string, io stdio) int {
 	f := newFlags("batch", "[flags] [--sequential] < calls.json", io)

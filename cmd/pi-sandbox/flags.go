@@ -13,7 +13,7 @@ import (
 )
 
 // cmdFlags is a command's flag set: the backend flags every command shares
-// (DESIGN §8, parsed in this one place) plus the command's own.
+// (parsed in this one place) plus the command's own.
 type cmdFlags struct {
 	*flag.FlagSet
 	cfg  open.Config

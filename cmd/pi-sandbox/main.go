@@ -6,7 +6,7 @@
 //
 //	pi-sandbox COMMAND [flags] [args]
 //
-// Flags come after the command and before its arguments. See DESIGN §8 and
+// Flags come after the command and before its arguments. See
 // the README for the commands.
 package main
 

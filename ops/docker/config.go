@@ -21,7 +21,7 @@ const (
 	LabelKind = "pi-sandbox.kind"
 )
 
-// Defaults of the hardened profile (DESIGN §7).
+// Defaults of the hardened profile.
 const (
 	DefaultUser      = "1000:1000"
 	DefaultWorkDir   = "/workspace"
@@ -177,5 +177,5 @@ func (c *Config) labels(kind string) map[string]string {
 }
 
 // baseEnv is what every command gets before Config.Env and Cmd.Env
-// (DESIGN §5: non-interactive defaults).
+// (non-interactive defaults).
 var baseEnv = ops.NonInteractiveEnv()

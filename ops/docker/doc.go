@@ -27,7 +27,7 @@
 //
 // # Commands
 //
-// Run follows DESIGN §3/§4: ExecCreate, then ExecAttach (which starts the
+// Run is ExecCreate, then ExecAttach (which starts the
 // exec), stdcopy demultiplexing, no TTY. The command runs under the
 // ops/internal/shellproc wrapper: a session leader whose group is recorded,
 // stderr merged into stdout at the source, and a control channel on the

@@ -55,7 +55,7 @@ func testReplaceConflict(t testing.TB, ctx context.Context, b ops.Backend) {
 	}
 }
 
-// testReplaceNoLostUpdate (issue 17.8b): two writers change different
+// testReplaceNoLostUpdate: two writers change different
 // lines of one file at once, each a read then a ReplaceFile, again on a
 // conflict: every change is kept.
 func testReplaceNoLostUpdate(t testing.TB, ctx context.Context, b ops.Backend) {

@@ -11,7 +11,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// TestGrepLongLineBounded (issue 17.1): a line over maxLineBytes is
+// TestGrepLongLineBounded: a line over maxLineBytes is
 // searched and reported in its first maxLineBytes (Truncated set), the rest
 // of it is skipped, and the lines after it keep their numbers.
 func TestGrepLongLineBounded(t *testing.T) {

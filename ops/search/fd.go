@@ -10,7 +10,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// fdArgs is pi's fd argv (pi-contracts §4.7) for q, plus "--exclude .git"
+// fdArgs is pi's fd argv for q, plus "--exclude .git"
 // (the engine never lists the repository directory; fd 8 would).
 // --no-require-git is added by the script when the installed fd knows it.
 func fdArgs(q *ops.FindQuery, root string) []string {

@@ -202,7 +202,7 @@ const chunkSize = 256 << 10
 // longer line (a minified bundle, a sparse file's run of NUL bytes) is
 // matched on its first maxLineBytes only, reported with Truncated set, and
 // the rest of it is skipped, so a search holds a bounded buffer whatever
-// the file (issue 17.1). ripgrep searches the whole line.
+// the file. ripgrep searches the whole line.
 const maxLineBytes = 4 << 20
 
 // chunkReader returns a file as chunks of whole lines (the last one may lack

@@ -47,7 +47,7 @@ func (l *limiter) reached() bool { return l.limit > 0 && l.matches >= l.limit }
 // in batches on events (closed after the last), then the file's error on
 // done. events holds one batch: a worker ahead of the file being reported
 // waits there, so a search holds a bounded number of events whatever the
-// files (issue 17.1).
+// files.
 type fileJob struct {
 	abs, rel string
 	events   chan []ops.GrepEvent

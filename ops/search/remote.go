@@ -8,7 +8,7 @@ import (
 )
 
 // Remote implements the search capabilities of a backend whose files are
-// elsewhere (docker, ssh), in the order DESIGN §6 gives: the shim's engine
+// elsewhere (docker, ssh), in this order: the shim's engine
 // when ShimPath is set, else the target's rg / fd. When neither can run it
 // returns an error wrapping ops.ErrUnsupported, so search.Grep and
 // search.Find fall back to the engine over the core file system.

@@ -14,7 +14,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// rgArgs is pi's ripgrep argv (pi-contracts §4.6) for q, plus a glob that
+// rgArgs is pi's ripgrep argv for q, plus a glob that
 // keeps the .git directory out as the engine does. target is "." for a
 // directory (the command runs in it) or the file's absolute path.
 func rgArgs(q *ops.GrepQuery, target string) []string {

@@ -87,7 +87,7 @@ type SSHConfig struct {
 	KnownHosts string // --known-hosts FILE
 }
 
-// RegisterFlags adds the backend flags shared by every command (DESIGN §8).
+// RegisterFlags adds the backend flags shared by every command.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker, ssh or k8s")
 	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker and k8s, /workspace; ssh, the remote home)")

@@ -1,6 +1,6 @@
 // Package shellproc builds the small POSIX sh scripts that the exec
 // fallback (ops/internal/execops: docker without the helper, next
-// Kubernetes) uses to run a command as a killable process tree (DESIGN §4). (The
+// Kubernetes) uses to run a command as a killable process tree. (The
 // ssh backend has its own runner, ops/ssh/run.go: one session per command,
 // whose stderr is the command's, so it cannot use this control channel.)
 //
