@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"io/fs"
+	"net"
 	"time"
 )
 
@@ -67,17 +68,6 @@ type FindFS interface {
 	// separated, with a trailing "/" for directories. An error from fn stops
 	// the search and is returned.
 	Find(ctx context.Context, q *FindQuery, fn func(rel string) error) error
-}
-
-// HostEnvRunner is implemented by backends whose commands start from the
-// host process's environment (the local backend), so that a policy can keep
-// host variables from them: on docker and ssh nothing of the host passes
-// unless a Cmd.Env entry carries it.
-type HostEnvRunner interface {
-	Runner
-	// RunBaseEnv is Run with base ("KEY=VALUE" entries) in place of the
-	// backend's base environment; cmd.Env is still added on top.
-	RunBaseEnv(ctx context.Context, cmd *Cmd, base []string) error
 }
 
 // LineCountFS is implemented by backends that can count lines in the target
@@ -220,3 +210,32 @@ type ProcessLister interface {
 // sandbox already owned its limit of background process groups; they were
 // killed.
 var ErrBackgroundLimit = errors.New("ops: too many background processes")
+
+// TargetDialer is implemented by backends that open TCP connections to the
+// target's own loopback: DialTarget connects to 127.0.0.1:port as seen
+// inside the target (a container's or pod's network namespace, an ssh
+// host's loopback, the local host's). The connection is full duplex;
+// where the returned net.Conn has CloseWrite, it ends the target's input
+// and keeps reading. A refused connection is an error, returned without
+// waiting.
+type TargetDialer interface {
+	Backend
+	DialTarget(ctx context.Context, port int) (net.Conn, error)
+}
+
+// TargetListener is implemented by backends that listen on the target's
+// own loopback for the host: ListenTarget listens on 127.0.0.1 (an
+// ephemeral port) as seen inside the target, and each connection a
+// process there makes to it is accepted on the host side, as a full
+// duplex net.Conn (with CloseWrite where the transport has one). The
+// listener's Addr is the target's address. Closing it closes the target's
+// port; connections accepted before stay open until closed.
+type TargetListener interface {
+	Backend
+	ListenTarget(ctx context.Context) (net.Listener, error)
+}
+
+// CapSharedLoopback is the capability of a backend whose target's loopback
+// is shared with other users of the machine (the local host, an ssh host):
+// a listener there is reachable by their processes too.
+const CapSharedLoopback = "sharedloopback"

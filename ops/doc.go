@@ -18,7 +18,8 @@
 // fs.ErrPermission for EACCES and EPERM, fs.ErrExist for EEXIST) and carries
 // the errno-style code ("ENOENT") that the tools turn into Node-style texts.
 // Transport failures (engine gone, connection dropped) wrap [ErrTransport] and
-// never look like a missing file.
+// never look like a missing file; a configuration the target refuses (an
+// image it does not have, an unknown user) wraps [ErrConfig].
 //
 // Commands end in one of these outcomes (see [Runner.Run]): nil (exit 0), an
 // [*ExitError] (non-zero exit, 128+n for a signal death), a [*StartError]

@@ -159,6 +159,24 @@ func FromSyscall(e syscall.Errno) Errno {
 // connection lost), as opposed to failures in the target.
 var ErrTransport = errors.New("ops: transport failure")
 
+// ErrConfig marks a configuration the target refuses or cannot serve (an
+// image that is not there, a missing mount source, an unknown user, a
+// paused or stopped container): the fix is in the configuration, and the
+// error's text says what the target reported and what to change.
+var ErrConfig = errors.New("ops: configuration refused")
+
+// ConfigError formats an error that satisfies errors.Is(err, ErrConfig)
+// without adding ErrConfig's text to its own; %w verbs wrap as in
+// fmt.Errorf.
+func ConfigError(format string, a ...any) error {
+	return &configError{fmt.Errorf(format, a...)}
+}
+
+type configError struct{ err error }
+
+func (e *configError) Error() string   { return e.err.Error() }
+func (e *configError) Unwrap() []error { return []error{e.err, ErrConfig} }
+
 // ErrCanceled marks a Run stopped because its context was done; the error
 // also wraps context.Cause(ctx).
 var ErrCanceled = errors.New("ops: command canceled")

@@ -75,10 +75,16 @@ type Cmd struct {
 	// Op "chdir").
 	Dir string
 
-	// Env holds "KEY=VALUE" entries added to (and overriding) the backend's
-	// base environment. The local backend's base is the host environment;
-	// docker and ssh pass nothing of the host unless listed here.
+	// Env holds "KEY=VALUE" entries added to (and overriding) the base
+	// environment. The local backend's base is the host environment (its
+	// Info has CapHostEnv); docker and ssh pass nothing of the host unless
+	// listed here.
 	Env []string
+
+	// BaseEnv, when not nil, replaces the backend's base environment
+	// ("KEY=VALUE" entries; an empty list is an empty base); Env is still
+	// added on top. Nil keeps the backend's own base.
+	BaseEnv []string
 
 	// Output receives stdout and stderr merged at the source, in the order
 	// the command wrote them, as bytes arrive. Write is called from one
@@ -110,6 +116,25 @@ type Runner interface {
 // ExitGrace is how long Run keeps reading after the shell exited, re-armed on
 // every chunk (pi's EXIT_STDIO_GRACE_MS).
 const ExitGrace = 100 * time.Millisecond
+
+// StillQuiet confirms, when the exit grace ran out, that the output is
+// quiet: it waits a fifth of [ExitGrace] for a chunk signalled on activity
+// (one already signalled counts) and reports false if one came. After a
+// stall of the reading process the grace's timer and the output it missed
+// are ready at once; without the check the timer could win. A closed done
+// (the output ended) counts as quiet.
+func StillQuiet(activity <-chan struct{}, done <-chan struct{}) bool {
+	t := time.NewTimer(ExitGrace / 5)
+	defer t.Stop()
+	select {
+	case <-activity:
+		return false
+	case <-done:
+		return true
+	case <-t.C:
+		return true
+	}
+}
 
 // ExitOutputLimit bounds how long output that keeps arriving after the
 // shell exited (a background writer such as `yes &`, which ExitGrace alone
@@ -147,20 +172,34 @@ type Info struct {
 	UID, GID int    // -1 when unknown
 	OS, Arch string // GOOS/GOARCH spelling: "linux", "amd64"
 	Shell    string // absolute path of the shell used by Run
+	// UserChoice says how the sandbox's user is chosen when it is opened
+	// ("--user UID:GID", "--host USER@HOST"), for the advice a permission
+	// error carries; "" where it cannot be chosen (the local user).
+	UserChoice string
 	// SpillDir is the sandbox's own directory for spill files (bash's full
 	// output), disk-backed and removed by Close.
 	SpillDir string
+	// CheckpointDir is the store of the working directory's checkpoints
+	// (ops.CheckpointFS) in the sandbox's lasting state directory; "" when
+	// it has none (a one-shot sandbox, a state directory that fell back to
+	// a temporary one).
+	CheckpointDir string
 	// SavedOutputTotal bounds the bytes of all saved outputs under the
 	// spill directory's parent (every working directory's spill
 	// directory): 0 means DefaultSavedOutputTotal, negative no bound.
 	SavedOutputTotal int64
 	// Capabilities names what the backend offers beyond the core, e.g.
-	// "shim", "grep", "find", "linecount".
+	// "shim", "grep", "find", "linecount", CapHostEnv.
 	Capabilities []string
 	// Limits lists, in plain words, what the backend cannot promise here
 	// (e.g. "no shim: a process that calls setsid survives a kill").
 	Limits []string
 }
+
+// CapHostEnv is the capability of a backend whose commands start from the
+// host process's environment (the local backend): a policy that keeps host
+// variables from commands replaces its base (Cmd.BaseEnv).
+const CapHostEnv = "hostenv"
 
 // Has reports whether the capability c is listed in i.Capabilities.
 func (i Info) Has(c string) bool {

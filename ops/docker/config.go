@@ -3,8 +3,10 @@ package docker
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -43,6 +45,10 @@ type Config struct {
 	// Container uses an existing running container as it is: no profile is
 	// applied and Close removes only what the backend put inside it.
 	Container string
+	// RemoveOnClose, with Container, makes Close remove the container and
+	// its volumes as for Image: a claimed pool member that is the caller's
+	// alone.
+	RemoveOnClose bool
 
 	// Client is the engine client. Zero: NewClient() (DOCKER_HOST etc.),
 	// closed by Close.
@@ -52,11 +58,18 @@ type Config struct {
 	// for Image (a fresh volume unless a mount covers it); for Container,
 	// the container's working directory, else /.
 	WorkDir string
-	// User is "UID:GID" (or a name) for every command and file operation.
-	// Zero: 1000:1000 for Image; the container's user for Container.
+	// User is "UID[:GID]" or "NAME[:GROUP]" (resolved by the engine in the
+	// image) for every command and file operation. Zero for Image: the
+	// owner (uid:gid) of the first mount's source when this host can stat
+	// it and it is not root's, else 1000:1000 (uid 0 only when asked for);
+	// for Container, the container's user.
 	User string
 	// Mounts are bind mounts for an Image container.
 	Mounts []Mount
+	// Note, when set, receives what the person who opens the sandbox
+	// should know about its configuration (a root-owned mount the default
+	// user cannot write to, and what to do).
+	Note func(string)
 	// Labels are added to the container and volumes we create (for example
 	// a per-run label in tests); the managed labels are always set.
 	Labels map[string]string
@@ -95,18 +108,20 @@ type Config struct {
 	Runtime string
 
 	// ShimBinary is the host path of the static helper binary
-	// (pi-sandbox-shim) to upload into the container. Zero:
-	// shim.HostBinary(). Without a usable one New fails with a
-	// *shim.BinaryError unless NoHelper is set.
+	// (pi-sandbox-shim) to mount or upload into the container; a
+	// container of another architecture gets pi-sandbox-shim-linux-GOARCH
+	// from beside it (shim.Binaries). Zero: shim.HostBinary(). Without a
+	// usable one New fails with a *shim.BinaryError unless NoHelper is set.
 	ShimBinary string
 	// NoHelper asks for the fallback path: every operation is its own exec
 	// instead of a request to the long-lived helper, and the helper binary
 	// is not required. Commands still run under it (`__shim run`) when it
 	// is there; without it the plain wrapper runs them, a process that
 	// calls setsid itself survives a kill, and Info.Limits says so. Zero:
-	// the helper; a container that cannot run it (another architecture,
-	// no exec-capable directory) uses the fallback and Info.Limits says
-	// why.
+	// the helper. A container we create (Image, Up, pools) always runs
+	// it: where it cannot, New fails naming the cause; an existing
+	// container that cannot run it (an architecture without a binary, no
+	// exec-capable directory) uses the fallback and Info.Limits says why.
 	NoHelper bool
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).
@@ -117,6 +132,27 @@ type Config struct {
 	// the container (LabelMaxSavedOutput), so that every later backend on
 	// the container applies it.
 	MaxSavedOutput int64
+
+	// TTL ends an Image container (Up's, New's) that long after its start,
+	// or for a pool's member after its claim; IdleTimeout ends it after
+	// that long without a client call (a running call is activity,
+	// background processes are not). The container's init enforces both
+	// (lifetime.go): every process is killed and the engine removes the
+	// container with its volumes. Zero: none.
+	TTL, IdleTimeout time.Duration
+	// MaxIdle, in a pool's configuration, ends an idle member that no
+	// claim took within that long after its creation. Zero: none.
+	MaxIdle time.Duration
+
+	// name is the container's name ("" lets the engine choose): a pool
+	// names its members.
+	name string
+	// waitClaim: a pool's idle member, whose lifetime starts at its claim.
+	waitClaim bool
+	// shim is the host's helper binary (readShim), found before anything
+	// is created; helper is what createContainer decided about it.
+	shim   *shimFile
+	helper helperSetup
 }
 
 // Mount is a bind mount.
@@ -156,6 +192,9 @@ func (c *Config) validate() error {
 	case c.Runtime != "" && c.Image == "":
 		return ErrRuntimeNeedsImage
 	}
+	if err := c.validateLifetime(); err != nil {
+		return err
+	}
 	if c.WorkDir != "" && (!path.IsAbs(c.WorkDir) || path.Clean(c.WorkDir) != c.WorkDir) {
 		return fmt.Errorf("docker: WorkDir %q is not an absolute clean path", c.WorkDir)
 	}
@@ -164,8 +203,26 @@ func (c *Config) validate() error {
 			return fmt.Errorf("docker: bad Env entry %q", kv)
 		}
 	}
+	if c.User != "" {
+		if err := CheckUser(c.User); err != nil {
+			return err
+		}
+	}
+	if c.localEngine() {
+		for _, m := range c.Mounts {
+			if _, err := os.Stat(m.Source); err != nil {
+				return ops.ConfigError("docker: mount source %s: %w", m.Source, err)
+			}
+		}
+	}
 	return nil
 }
+
+// Validate checks c as New and Up do before anything is created: the
+// fields' combinations, the syntax of User and, when the engine runs on
+// this host, that every mount's source exists. Its errors satisfy
+// errors.Is(err, ops.ErrConfig) where the fix is in the configuration.
+func (c *Config) Validate() error { return c.validate() }
 
 // labels returns our labels plus the extra ones.
 func (c *Config) labels(kind string) map[string]string {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
 // Labels recording who created an ephemeral container, so gc can tell a
@@ -38,8 +39,10 @@ const LabelHelperKey = "pi-sandbox.helper-key"
 const LabelMaxSavedOutput = "pi-sandbox.max-saved-output"
 
 // keepAlive is PID 1's child: it only has to stay up. The trap lets a stop
-// end it at once even without an init.
-const keepAlive = "trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
+// end it at once even without an init, and an ephemeral container's
+// helper end it once its client is gone (the marker tells the helper it is
+// this script).
+const keepAlive = ": " + shim.KeepAliveMarker + "; trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
 
 // Kinds of container (the LabelKind value).
 const (
@@ -53,48 +56,68 @@ const (
 // createContainer creates and starts a container from cfg.Image with the
 // hardened profile and returns its id. cfg has its defaults filled.
 func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind string) (string, error) {
-	if _, err := cli.ImageInspect(ctx, cfg.Image); err != nil {
+	img, err := cli.ImageInspect(ctx, cfg.Image)
+	if err != nil {
 		if cerrdefs.IsNotFound(err) {
-			return "", fmt.Errorf("docker: image %s is not on the engine (nothing is pulled; run `pi-sandbox image build`)", cfg.Image)
+			return "", imageMissing(cfg.Image)
 		}
 		return "", transportErr("image inspect", err)
 	}
-	ncpu, err := CheckEngine(ctx, cli, *cfg)
+	ncpu, engineName, err := checkEngine(ctx, cli, *cfg, true)
 	if err != nil {
 		return "", err
 	}
-	cc, hc := hardenedSpec(cfg, kind, ncpu)
-	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: cc, HostConfig: hc})
+	// The helper binary for the image's architecture, bind-mounted where
+	// the engine is on this host (helper_mount.go).
+	hs, hm, err := chooseHelper(cfg, img.Architecture, cli.DaemonHost(), engineName)
 	if err != nil {
-		return "", transportErr("container create", err)
+		return "", err
 	}
-	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
-		removeContainer(cli, res.ID)
-		return "", transportErr("container start", err)
+	cfg.helper = hs
+	cc, hc := hardenedSpec(cfg, kind, ncpu)
+	// The engine removes a container that ended itself (its lifetime, an
+	// ephemeral one's client gone) with its volumes.
+	hc.AutoRemove = kind == KindEphemeral || cfg.hasLifetime()
+	id, err := startWithHelper(ctx, cli, cfg, cc, hc, hm)
+	if err != nil {
+		return "", err
 	}
-	return res.ID, nil
+	if err := ownStateDir(ctx, cli, id, cfg); err != nil {
+		removeContainer(cli, id)
+		return "", err
+	}
+	return id, nil
 }
 
 // CheckEngine checks what cfg needs of the engine before a container is
 // created — that it lists cfg.Runtime — and returns the engine's CPU count
 // (0 when unknown) for [HardenedSpec].
 func CheckEngine(ctx context.Context, cli *client.Client, cfg Config) (ncpu int, err error) {
-	if cfg.Runtime == "" && cfg.CPUs <= 0 {
-		return 0, nil
+	ncpu, _, err = checkEngine(ctx, cli, cfg, false)
+	return ncpu, err
+}
+
+// checkEngine is CheckEngine that also returns the engine's host name
+// (Info.Name) when wantName is set and the client reaches the engine over
+// a unix socket ("" otherwise, and when the engine did not say).
+func checkEngine(ctx context.Context, cli *client.Client, cfg Config, wantName bool) (ncpu int, name string, err error) {
+	wantName = wantName && strings.HasPrefix(cli.DaemonHost(), "unix://")
+	if cfg.Runtime == "" && cfg.CPUs <= 0 && !wantName {
+		return 0, "", nil
 	}
 	res, err := cli.Info(ctx, client.InfoOptions{})
 	if err != nil {
 		if cfg.Runtime == "" {
-			return 0, nil // only the CPU cap is lost
+			return 0, "", nil // only the CPU cap is lost
 		}
-		return 0, transportErr("info", err)
+		return 0, "", transportErr("info", err)
 	}
 	if cfg.Runtime != "" {
 		if _, ok := res.Info.Runtimes[cfg.Runtime]; !ok {
-			return 0, fmt.Errorf("docker: the engine has no runtime %q (it lists %s; for runsc run `make runtimes`)", cfg.Runtime, strings.Join(RuntimeNames(res.Info.Runtimes), ", "))
+			return 0, "", ops.ConfigError("docker: the engine has no runtime %q (it lists %s; for runsc run `make runtimes`)", cfg.Runtime, strings.Join(RuntimeNames(res.Info.Runtimes), ", "))
 		}
 	}
-	return res.Info.NCPU, nil
+	return res.Info.NCPU, res.Info.Name, nil
 }
 
 // RuntimeNames returns the names of an engine's runtimes (Info.Runtimes),
@@ -121,6 +144,9 @@ func HardenedSpec(cfg Config, kind string, ncpu int) (*container.Config, *contai
 	}
 	if err := cfg.validate(); err != nil {
 		return nil, nil, err
+	}
+	if cfg.hasLifetime() {
+		return nil, nil, ops.ConfigError("docker: a lifetime (TTL, IdleTimeout, MaxIdle) needs the container made by New or Up (its init is copied in before the start)")
 	}
 	cfg.fillImageDefaults()
 	cc, hc := hardenedSpec(&cfg, kind, ncpu)
@@ -180,19 +206,15 @@ func hardenedSpec(cfg *Config, kind string, ncpu int) (*container.Config, *conta
 		n := cfg.PidsLimit
 		hc.PidsLimit = &n
 	}
-	covered := false
 	for _, m := range cfg.Mounts {
 		hc.Mounts = append(hc.Mounts, mount.Mount{Type: mount.TypeBind, Source: m.Source, Target: m.Target, ReadOnly: m.ReadOnly})
-		if m.Target == cfg.WorkDir || strings.HasPrefix(cfg.WorkDir, strings.TrimSuffix(m.Target, "/")+"/") {
-			covered = true
-		}
 	}
 	vol := func(target string) mount.Mount {
 		// Anonymous volumes: removed with the container (RemoveVolumes),
 		// labelled so a leak is still findable.
 		return mount.Mount{Type: mount.TypeVolume, Target: target, VolumeOptions: &mount.VolumeOptions{Labels: labels}}
 	}
-	if !covered {
+	if !cfg.workDirMounted() {
 		hc.Mounts = append(hc.Mounts, vol(cfg.WorkDir))
 	}
 	hc.Mounts = append(hc.Mounts, vol(DefaultStateDir))
@@ -206,6 +228,14 @@ func hardenedSpec(cfg *Config, kind string, ncpu int) (*container.Config, *conta
 		WorkingDir: cfg.WorkDir,
 		Hostname:   "pi-sandbox",
 		Env:        append(append([]string{}, baseEnv...), cfg.Env...),
+	}
+	if cfg.hasLifetime() {
+		// The keeper is PID 1 (it reaps orphans as the engine's init would).
+		hc.Init = nil
+		cc.Entrypoint = lifetimeSpec(cfg, labels)
+		if cfg.IdleTimeout > 0 {
+			cc.Env = append(cc.Env, shim.ActivityEnv+"="+keepActivity)
+		}
 	}
 	return cc, hc
 }
@@ -224,11 +254,21 @@ func removeContainer(cli *client.Client, id string) error {
 		cli.ContainerUnpause(ctx, id, client.ContainerUnpauseOptions{})
 		_, err = cli.ContainerRemove(ctx, id, opts)
 	}
-	if err != nil && !cerrdefs.IsNotFound(err) {
-		if _, ierr := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); cerrdefs.IsNotFound(ierr) {
-			return nil // removed meanwhile by someone else
+	for err != nil && !cerrdefs.IsNotFound(err) {
+		// Removed meanwhile by someone else: the engine itself (AutoRemove)
+		// is done in a moment.
+		_, ierr := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+		if cerrdefs.IsNotFound(ierr) {
+			return nil
 		}
-		return transportErr("container remove", err)
+		if !cerrdefs.IsConflict(err) || ctx.Err() != nil {
+			return transportErr("container remove", err)
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+		_, err = cli.ContainerRemove(ctx, id, opts)
 	}
 	return nil
 }
@@ -347,6 +387,9 @@ func GC(ctx context.Context, cli *client.Client, all bool, maxAge time.Duration)
 func (c *Config) fillImageDefaults() {
 	if c.User == "" {
 		c.User = DefaultUser
+		if len(c.Mounts) > 0 && c.localEngine() {
+			c.User = target.MountUser(c.Mounts[0].Source, DefaultUser, c.Note)
+		}
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = DefaultWorkDir

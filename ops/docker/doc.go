@@ -4,7 +4,8 @@
 // engine DOCKER_HOST names, unix or tcp).
 //
 // [New] either creates an ephemeral container from [Config.Image] with the
-// hardened profile — user 1000:1000, CapDrop ALL, no-new-privileges, an
+// hardened profile — user 1000:1000 (with Mounts and no User, the owner of
+// the first mount's source unless it is root's), CapDrop ALL, no-new-privileges, an
 // init, pids/memory/CPU limits, network none, a read-only root file system
 // with an exec-enabled tmpfs on /tmp, the workspace and the sandbox's own
 // directory on volumes; each relaxation is a named [Config] field — which
@@ -38,11 +39,22 @@
 // After the shell exits, output is read until idle for ops.ExitGrace; then
 // the remaining group is killed. Cancel and timeout run a second exec with
 // the kill script (the shim's sweep first when the shim is there), then stop
-// waiting for the stream. When the pi-sandbox binary is a static Linux
-// executable of the container's architecture, it is uploaded once per
-// container as the shim (content-addressed, next to the sandbox directory)
-// and commands run under it, so a process that calls setsid dies too;
-// otherwise Info.Limits says so.
+// waiting for the stream.
+//
+// # The helper binary
+//
+// The static helper binary is the host's one for the container's
+// architecture (shim.Binaries: the image's, or for an existing container
+// the one the probe reports). A container this package creates on an
+// engine of this host ([EngineOnThisHost]: a unix socket, and the engine
+// names this host) has the host's helper cache bind-mounted read-only at
+// /opt/pi-sandbox-helper, each binary there under its content address and
+// execute-only; elsewhere, and under gVisor, it is uploaded once per
+// container through exec stdin by root into a root-owned directory of /tmp
+// (content-addressed, execute-only). A container we created (ephemeral,
+// up, a pool member) always runs the helper: no binary for its
+// architecture, or a helper that does not start, is an error unless
+// Config.NoHelper asks for the fallback.
 //
 // An out-of-memory kill of a command is not in the container's State
 // (that is PID 1's): Run compares the cgroup's oom_kill counter
@@ -51,8 +63,8 @@
 //
 // # The fallback
 //
-// Without the in-target helper (no shim, Config.NoHelper, a helper that
-// would not start) every operation is one exec: the scripts and the
+// Without the in-target helper (Config.NoHelper, or an existing container
+// that cannot run it, Info.Limits saying why) every operation is one exec: the scripts and the
 // command wrapper of ops/internal/execops over this package's exec
 // primitive (execer.go); ops/internal/dispatch picks the helper or them.
 //
@@ -64,7 +76,10 @@
 // on a read-only root and writes nothing under a tmpfs. The scripts work in
 // busybox and in Debian's coreutils; failures come back as *fs.PathError
 // values wrapping ops.Errno codes mapped from the tools' messages. Engine
-// failures and a container that is gone wrap ops.ErrTransport. Grep and
+// failures and a container that is gone wrap ops.ErrTransport; what the
+// engine refuses of a configuration (an image it does not have, a missing
+// mount source, an unknown user, a paused or stopped container) is
+// ops.ErrConfig with its reason and the fix. Grep and
 // Find run inside the container (the shim's engine, else rg and fd, through
 // search.Remote); CountLines runs wc -l there.
 //
@@ -76,4 +91,30 @@
 //
 // [Up], [Down], [List] and [GC] manage long-lived containers for the CLI;
 // everything created carries the [LabelManaged] label (plus Config.Labels).
+//
+// # Pools
+//
+// [Fill] keeps idle members of a named pool: Up sandboxes whose helper
+// daemon is already started, with the pool ([LabelPool]) and its
+// configuration ([LabelPoolSpec], [LabelPoolHash]) in their labels — the
+// pool has no other state. [Claim] takes one by renaming it from
+// pi-sandbox-pool-NAME-idle-X to pi-sandbox-pool-NAME-claimed-X: the engine
+// refuses a rename to the name a container already has, so one of several
+// racing claims wins; the member's liveness comes from the engine, with no
+// exec. [Drain] removes the idle members, [Keep] refills in a loop. A missing image or runtime is
+// ops.ErrConfig before anything is created.
+//
+// # Lifetimes
+//
+// A container with [Config.TTL], [Config.IdleTimeout] or [Config.MaxIdle]
+// runs the helper binary as its PID 1 (`__shim keep`), copied into its
+// state volume through the engine between create and start; it records
+// the limits in labels ([LabelTTL], [LabelIdleTimeout], [LabelMaxIdle]).
+// When a limit passes PID 1 exits, the kernel kills the rest, and the
+// engine removes the container with its volumes (AutoRemove). A pool
+// member's clocks start at its claim: [Claim] signals its PID 1 (SIGUSR1)
+// through the engine. [Remaining] reads the time left through the
+// engine's archive API. An ephemeral container is AutoRemove too, and its
+// helper (`__shim serve --end-container`) ends it when the session's
+// client is gone.
 package docker

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ type Backend struct {
 	closeCli  func()
 	id        string // container id
 	ephemeral bool   // we created the container; Close removes it
+	remove    bool   // Config.RemoveOnClose: Close removes the container
 	up        bool   // an `up` sandbox: one long-lived helper daemon serves every client
 	helperKey string // the up sandbox's helper key (LabelHelperKey), "" without
 	startedAt string // the container's State.StartedAt when opened: a change is a restart
@@ -41,6 +43,9 @@ type Backend struct {
 	stateDir  string // the sandbox's own directory in the container
 	runDir    string // per-call pid files
 	shimPath  string // the shim in the container, "" without
+	// helperMounted: the container is ours and has the host's helper
+	// cache mounted at helperDir.
+	helperMounted bool
 	// readableShim: root installs the shim readable (0755), not
 	// execute-only: the sandbox user could not run it (unsealShim).
 	readableShim bool
@@ -75,6 +80,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	cfg.shim = sf // createContainer chooses the binary for the image
 	b := &Backend{cli: cli, closeCli: closeCli, sf: sf}
 	b.initOps()
 	if _, err := Ping(ctx, cli); err != nil {
@@ -89,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 			return nil, err
 		}
 		b.id, b.ephemeral, b.user = id, true, cfg.User
+		b.helperMounted = cfg.helper.mounted
 		if res, err := cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{}); err == nil && res.Container.State != nil {
 			b.startedAt = res.Container.State.StartedAt
 		}
@@ -97,15 +104,28 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		if err != nil {
 			closeCli()
 			if cerrdefs.IsNotFound(err) {
-				return nil, fmt.Errorf("docker: no container %q", cfg.Container)
+				return nil, notFound(cfg.Container)
 			}
 			return nil, transportErr("container inspect", err)
 		}
-		if res.Container.State == nil || !res.Container.State.Running {
+		if st := res.Container.State; st == nil || !st.Running || st.Paused {
 			closeCli()
-			return nil, fmt.Errorf("docker: container %q is not running", cfg.Container)
+			state := "unknown state"
+			if st != nil {
+				state = string(st.Status)
+			}
+			return nil, stateErr(cfg.Container, state)
 		}
 		b.id, b.user, b.startedAt = res.Container.ID, cfg.User, res.Container.State.StartedAt
+		b.remove = cfg.RemoveOnClose
+		// The binary for this host's architecture until the probe says
+		// the container's (a miss is chosen again then).
+		sf.choose(runtime.GOARCH)
+		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" {
+			// One of ours (up, a pool member, another process's
+			// ephemeral one) may have the host's helper cache mounted.
+			b.helperMounted = refreshMounted(mountedHelper(res.Container.Mounts), sf)
+		}
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
 			if v, ok := c.Labels[LabelMaxSavedOutput]; ok && cfg.MaxSavedOutput == 0 {
@@ -143,7 +163,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 // $6 the spill key (empty for an ephemeral container, whose spill
 // directory is its own). $7, when set, the helper's arguments after the
 // binary ("@dir" for its directory in the sandbox directory): the exec goes
-// on as the helper when the shim is there (probeServe).
+// on as the helper when the shim is there (probeServe). $8, when set, is the
+// read-only mount of the host's helper binaries in a container of ours
+// (helperDir): the shim is taken from there first.
 var probeScript = spillkey.Script + `
 # Few processes: each one costs milliseconds in a container. The ids come
 # from the kernel (the effective ones, as id prints), the name from
@@ -154,6 +176,9 @@ while read -r k r e x; do case $k in Uid:) me=$e;; Gid:) gid=$e;; esac; done 2>/
 while IFS=: read -r n x i x; do [ "$i" = "$me" ] && { user=$n; break; }; done 2>/dev/null </etc/passwd
 [ -n "$user" ] || user=$(id -un 2>/dev/null)
 un=$(uname -sm)
+# A state volume the user cannot write to has a directory of the user's
+# (ownStateDir).
+[ -n "$2" ] && [ ! -w "$2" ] && [ -d "$2/user-$me" ] && [ -O "$2/user-$me" ] && set -- "$1" "$2/user-$me" "$3" "$4" "$5" "$6" "$7" "$8"
 echo "uid=$me"; echo "gid=$gid"; echo "user=$user"
 echo "home=$HOME"; echo "arch=${un##* }"; echo "os=${un%% *}"
 for s in /bin/bash /usr/bin/bash; do if [ -x "$s" ]; then echo "shell=$s"; break; fi; done
@@ -179,6 +204,15 @@ if [ -n "$st" ] && mkdir -p "$st/spill" "$st/run"; then
   echo "state=$st"
   fs=$(stat -f -c %T "$st" 2>/dev/null); echo "statefs=$fs"
 fi
+# A HOME the user can write, for a sandbox of our own: the image's when it
+# is one, else a directory of the user's in the state volume (a uid the
+# image does not list has HOME=/; the root file system is read-only).
+if [ -n "$2" ] && ! { [ "$HOME" != / ] && [ -d "$HOME" ] && [ -w "$HOME" ]; }; then
+  for base in "$2" /var/tmp /tmp; do
+    d=$base/pi-sandbox-home-$me; [ "$base" = "$2" ] && d=$base/home-$me
+    mkdir -m 700 "$d" 2>/dev/null; if own "$d"; then echo "sethome=$d"; break; fi
+  done
+fi
 # The spill directory of an existing container outlives the call, keyed by
 # the working directory ($6, spillkey).
 # An up sandbox's keyed spill directories are in its up directory.
@@ -188,9 +222,12 @@ if [ -n "$6" ]; then
     if [ -d "$base" ] && [ -w "$base" ] && sp=$(spill_dir "$base" "$6"); then echo "spill=$sp"; break; fi
   done
 fi
-# A shim uploaded by root: in a root-owned directory of /tmp (sticky), so
-# the sandbox user can neither replace nor move it, and execute-only.
-if [ -n "$4" ]; then
+# The host's binary, mounted read-only by the engine ($8), or else a shim
+# uploaded by root: in a root-owned directory of /tmp (sticky), so the
+# sandbox user can neither replace nor move it, and execute-only.
+if [ -n "$4" ] && [ -n "$8" ] && [ -x "$8/$4" ] && { [ -n "$7" ] || "$8/$4" __shim version >/dev/null 2>&1; }; then
+  echo "shim=$8/$4"; shim=$8/$4
+elif [ -n "$4" ]; then
   for d in /tmp/pi-sandbox-bin.*; do
     sp=$d/$4
     # (or readable, where the runtime cannot run an execute-only binary).
@@ -241,7 +278,11 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if !cfg.NoHelper && sf.err == nil && sf.name != "" && !(b.up && b.helperKey != "") {
 		serve = strings.Join(b.helperArgs("@dir"), " ")
 	}
-	args := []string{cfg.WorkDir, stateBase, suffix, sf.name, mode, key, serve}
+	mounted := ""
+	if b.helperMounted {
+		mounted = helperDir
+	}
+	args := []string{cfg.WorkDir, stateBase, suffix, sf.name, mode, key, serve, mounted}
 	for i, a := range args {
 		args[i] = shellproc.Quote(a)
 	}
@@ -251,6 +292,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if serve != "" {
 		o, s, err := b.probeServe(ctx, script)
 		if err != nil {
+			if uerr := b.userRefused(o); uerr != nil {
+				return uerr
+			}
 			return fmt.Errorf("docker: probe: %w", err)
 		}
 		out = o
@@ -268,6 +312,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 			return fmt.Errorf("docker: probe: %w", err)
 		}
 		if res.code != 0 {
+			if uerr := b.userRefused(res.stdout); uerr != nil {
+				return uerr
+			}
 			return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
 		}
 		out = res.stdout
@@ -277,6 +324,10 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			kv[k] = v
 		}
+	}
+	if h := kv["sethome"]; h != "" && !hasKey(cfg.Env, "HOME") {
+		kv["home"] = h
+		b.env = append(b.env, "HOME="+h)
 	}
 	info := ops.Info{
 		Backend: "docker",
@@ -288,6 +339,8 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		OS:      strings.ToLower(kv["os"]),
 		Arch:    goarch(kv["arch"]),
 		Shell:   kv["shell"],
+		// The exec user (Config.User) picks it.
+		UserChoice: "--user UID:GID",
 		// Grep and Find run in the container (search.go); CountLines runs
 		// wc -l there.
 		Capabilities: []string{"grep", "find", "linecount"},
@@ -317,6 +370,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "the spill directory is on a tmpfs (memory-backed)")
 	}
 	b.runDir = b.stateDir + "/run"
+	if b.up && strings.HasPrefix(b.stateDir, DefaultStateDir+"/") { // the up volume: it lasts
+		info.CheckpointDir = b.stateDir + "/checkpoints/" + spillkey.Key("", info.WorkDir)
+	}
 	switch {
 	case kv["spill"] != "":
 		info.SpillDir = kv["spill"]
@@ -335,7 +391,16 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	}
 	b.info = info
 	b.x.SetTarget(execops.Target{WorkDir: info.WorkDir, Shell: info.Shell, Env: b.env, RunDir: b.runDir, Shim: func() string { return b.shimPath }, OOMProbe: b.oomProbe})
-	b.setupShim(ctx, sf, kv["shim"])
+	found := kv["shim"]
+	if sf.bins != nil && info.Arch != "" && info.Arch != sf.arch {
+		// The container is not of the architecture guessed: its binary
+		// is another one (the shim found, if any, is not it).
+		sf.choose(info.Arch)
+		found = ""
+	}
+	if err := b.setupShim(ctx, sf, found, cfg.NoHelper); err != nil {
+		return err
+	}
 	err := b.startHelper(ctx, cfg, open)
 	open = nil
 	return err
@@ -352,10 +417,10 @@ func (b *Backend) Info() ops.Info {
 // ID returns the container's id.
 func (b *Backend) ID() string { return b.id }
 
-// Close removes the ephemeral container with its volumes, or the
-// sandbox's own directory in an existing container (not in an `up`
-// sandbox, whose directory and helper daemon stay until down). It is safe
-// to call twice.
+// Close removes the ephemeral container (with Config.RemoveOnClose the
+// existing one too) with its volumes, or else the sandbox's own directory
+// in an existing container (not in an `up` sandbox, whose directory and
+// helper daemon stay until down). It is safe to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
 		// An up sandbox's directory is shared by its clients and its
@@ -369,7 +434,7 @@ func (b *Backend) Close() error {
 			}
 			b.h.Close()
 		}
-		if b.ephemeral {
+		if b.ephemeral || b.remove {
 			b.closeErr = removeContainer(b.cli, b.id)
 		} else if own {
 			res, err := b.script(ctx, "rm -rf "+shellproc.Quote(b.stateDir), nil)
@@ -425,6 +490,16 @@ func atoiOr(s string, def int) int {
 }
 
 func goarch(m string) string { return target.GOARCH(m) }
+
+// hasKey reports whether env sets key.
+func hasKey(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
+}
 
 func cloneMap(m map[string]string) map[string]string {
 	if m == nil {

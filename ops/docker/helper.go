@@ -38,9 +38,10 @@ var (
 const pausedPoll = 200 * time.Millisecond
 
 // startHelper starts the helper; on failure the scripts serve and
-// Info.Limits says why — except in an `up` sandbox, whose daemon owns
-// what earlier calls left running: there a helper that does not start is
-// an error (the scripts could not see or keep those processes).
+// Info.Limits says why — except in a container we created: in an `up`
+// sandbox, whose daemon owns what earlier calls left running, a helper
+// that does not start is an error (the scripts could not see or keep those
+// processes), and in an ephemeral one it is too (oursErr).
 //
 // open is the probe's exec gone on as the helper, or nil; the probe makes
 // one only where the helper is to start, and helper.New takes it.
@@ -70,6 +71,9 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 		if b.up {
 			return fmt.Errorf("docker: the sandbox's helper daemon cannot be reached (`pi-sandbox down` ends the sandbox and what runs in it): %w", err)
 		}
+		if b.ephemeral {
+			return b.oursErr(err)
+		}
 		b.info.Limits = append(b.info.Limits, "no helper ("+err.Error()+"): each operation costs one exec")
 		return nil
 	}
@@ -96,7 +100,7 @@ const exposedLimit = "the helper daemon is not authenticated: the relay was dump
 // helperArgv is the helper's command line: in an `up` sandbox the relay to
 // its long-lived daemon (which owns background processes until down; a
 // lost client loses only its calls in flight), else a helper of its own
-// that ends with this backend.
+// that ends with this backend (and ends an ephemeral container with it).
 func (b *Backend) helperArgv() []string {
 	return append([]string{b.shimPath}, b.helperArgs(b.stateDir+"/helper")...)
 }
@@ -106,6 +110,12 @@ func (b *Backend) helperArgv() []string {
 func (b *Backend) helperArgs(dir string) []string {
 	if b.up {
 		return helper.RelayArgs(dir, b.helperKey)
+	}
+	if b.ephemeral {
+		// The container is this session's: when its client is gone (a
+		// killed CLI: the engine closes the exec's stdin) it ends, and the
+		// engine removes it (AutoRemove).
+		return []string{"__shim", "serve", "--end-container"}
 	}
 	return []string{"__shim", "serve"}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path"
 	"strings"
 
@@ -14,48 +13,87 @@ import (
 
 const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
 
-// shimFile is the host's shim binary, read before the probe so the probe
-// can look for an earlier upload of the same content.
+// shimFile is the host's helper binary for the container's architecture,
+// chosen before the probe so the probe can look for an earlier upload (or
+// the bind mount) of the same content.
 type shimFile struct {
+	bins *shim.Binaries // the host's binaries, nil without (NoHelper)
+	arch string         // the GOARCH chosen
 	host string
 	up   *shim.Upload
 	name string // content-addressed file name in the container
 	err  error  // why there is no shim
+	full error  // err in full (which places were looked at), from choose
 }
 
-// readShim finds and hashes the host's helper binary. Without a usable one
-// it fails, unless NoHelper lets the plain wrapper run commands.
+// readShim finds the host's helper binaries. Without a usable one it
+// fails, unless NoHelper lets the plain wrapper run commands.
 func readShim(cfg *Config) (*shimFile, error) {
-	p, err := shim.HostBinaryAt(cfg.ShimBinary)
-	var u *shim.Upload
-	if err == nil {
-		u, err = shim.ReadUpload(p)
-	}
+	bins, err := shim.FindBinaries(cfg.ShimBinary)
 	switch {
 	case err == nil:
-		return &shimFile{host: u.Path, up: u, name: u.Name()}, nil
+		return &shimFile{bins: bins}, nil
 	case cfg.NoHelper:
 		return &shimFile{err: errors.New(shim.LimitReason(err))}, nil
 	}
 	return nil, fmt.Errorf("docker: %w", err)
 }
 
+// choose picks (and hashes) the binary for a container of goarch. Without
+// one, sf.err says why and so does the error.
+func (sf *shimFile) choose(goarch string) error {
+	if sf.bins == nil {
+		return sf.err
+	}
+	if sf.up != nil && sf.arch == goarch {
+		return nil
+	}
+	u, err := sf.bins.For(goarch)
+	if err != nil {
+		sf.arch, sf.host, sf.up, sf.name, sf.err = goarch, "", nil, "", errors.New(shim.LimitReason(err))
+		sf.full = err
+		return err
+	}
+	sf.arch, sf.host, sf.up, sf.name, sf.err = goarch, u.Path, u, u.Name(), nil
+	sf.full = nil
+	return nil
+}
+
 // setupShim records the shim the probe found (found is its path, "" when
 // absent) or uploads it, once per container: the path is content
 // addressed, next to the sandbox directories, so later sandboxes in the
-// same container reuse it. On any failure the plain wrapper runs commands
-// and Info.Limits says why.
-func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string) {
+// same container reuse it. On a failure the plain wrapper runs commands
+// and Info.Limits says why — except in a container we created (ours),
+// which always runs the helper unless noHelper asks otherwise: there it is
+// an error that names the cause.
+func (b *Backend) setupShim(ctx context.Context, sf *shimFile, found string, noHelper bool) error {
 	p, err := found, sf.err
 	if err == nil && p == "" {
 		p, err = b.uploadShim(ctx, sf)
+	} else if err != nil && sf.full != nil {
+		err = sf.full
 	}
 	if err != nil {
+		if b.ours() && !noHelper {
+			return b.oursErr(err)
+		}
+		err = errors.New(shim.LimitReason(err))
 		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
-		return
+		return nil
 	}
 	b.shimPath = p
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
+	return nil
+}
+
+// ours reports whether pi-sandbox created the container (an ephemeral one,
+// an up sandbox, a pool member): it always runs the helper.
+func (b *Backend) ours() bool { return b.ephemeral || b.up }
+
+// oursErr is the refusal of a container we created in which the helper
+// cannot run.
+func (b *Backend) oursErr(err error) error {
+	return fmt.Errorf("docker: the helper cannot run in container %.12s, which pi-sandbox created, so the session is refused rather than run on the fallback (--no-helper, Go: NoHelper, asks for it): %w", b.id, err)
 }
 
 // uploadShim writes the binary through exec stdin and checks it runs
@@ -138,14 +176,4 @@ func (b *Backend) uploadWith(ctx context.Context, root bool, script string, sf *
 		err = cerr
 	}
 	return res, err
-}
-
-// CheckShimBinary reports whether the file at host can serve as the shim in
-// a container of goarch (a static Linux executable of that architecture).
-func CheckShimBinary(host, goarch string) error {
-	data, err := os.ReadFile(host)
-	if err != nil {
-		return err
-	}
-	return shim.CheckStaticELF(data, goarch)
 }

@@ -47,6 +47,9 @@ type Config struct {
 	Build string
 	// MaxInFlight bounds concurrent calls (zero: DefaultMaxInFlight).
 	MaxInFlight int
+	// MaxConnections bounds the connections open in the target through
+	// DialTarget (zero: DefaultMaxConnections).
+	MaxConnections int
 	// Restore, when set, is called when a new helper fails to start or to
 	// answer (the target restarted and lost the binary or the sandbox's
 	// directories, say); the start is then tried once more.
@@ -98,10 +101,11 @@ var (
 // conn is what the views share: the current session and how to make the
 // next one.
 type conn struct {
-	cfg  Config
-	sem  chan struct{}
-	info ops.Info
-	open io.ReadWriteCloser // Config.Open, until the first dial takes it
+	cfg   Config
+	sem   chan struct{}
+	dials chan struct{} // the connections open (DialTarget)
+	info  ops.Info
+	open  io.ReadWriteCloser // Config.Open, until the first dial takes it
 
 	mu        sync.Mutex
 	sess      *session
@@ -136,7 +140,11 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if n <= 0 {
 		n = DefaultMaxInFlight
 	}
-	c := &conn{cfg: cfg, sem: make(chan struct{}, n), open: cfg.Open}
+	nd := cfg.MaxConnections
+	if nd <= 0 {
+		nd = DefaultMaxConnections
+	}
+	c := &conn{cfg: cfg, sem: make(chan struct{}, n), dials: make(chan struct{}, nd), open: cfg.Open}
 	c.cfg.Open = nil
 	s, err := c.dial(ctx)
 	if err != nil {

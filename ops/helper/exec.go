@@ -211,7 +211,9 @@ var ErrProbeOutput = errors.New("helper: the probe's output exceeds 64 KiB")
 // ReadProbe reads a probe script's output lines from r up to the line that
 // ends them: ServeMarker (serving is true: what r holds next is the
 // helper's stream) or ProbeDoneMarker. Output that ends before either, or
-// runs past MaxProbeOutput, is an error.
+// runs past MaxProbeOutput, is an error; out then holds what came before
+// the end (the reason a target printed, such as an engine's refusal of the
+// exec's user).
 func ReadProbe(r *bufio.Reader) (out []byte, serving bool, err error) {
 	var line []byte
 	for {
@@ -224,7 +226,7 @@ func ReadProbe(r *bufio.Reader) (out []byte, serving bool, err error) {
 			continue
 		}
 		if err != nil {
-			return nil, false, err
+			return append(out, line...), false, err
 		}
 		switch string(line[:len(line)-1]) {
 		case ServeMarker:

@@ -32,30 +32,20 @@ const (
 // stalls; cancelling ctx asks the helper to kill the tree and waits until it
 // has.
 func (cl *Client) Run(ctx context.Context, cmd *ops.Cmd) error {
-	return cl.run(ctx, cmd, nil, nil)
+	return cl.run(ctx, cmd, nil)
 }
 
 // RunSpill is Run with the output also saved in a file in the target, by
 // the helper (ops.SpillRunner): the bytes are not sent back to be saved.
 func (cl *Client) RunSpill(ctx context.Context, cmd *ops.Cmd, sp *ops.Spill) error {
-	return cl.run(ctx, cmd, nil, sp)
+	return cl.run(ctx, cmd, sp)
 }
 
 // ChecksDir reports that Run checks cmd.Dir in the target before the
 // command starts (ops.DirCheckingRunner).
 func (cl *Client) ChecksDir() bool { return true }
 
-// RunWithBase is Run with base ("KEY=VALUE" entries) in place of the
-// helper's base environment (its own, which it inherited). The local
-// backend offers it as ops.HostEnvRunner.
-func (cl *Client) RunWithBase(ctx context.Context, cmd *ops.Cmd, base []string) error {
-	if base == nil {
-		base = []string{}
-	}
-	return cl.run(ctx, cmd, base, nil)
-}
-
-func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string, sp *ops.Spill) error {
+func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, sp *ops.Spill) error {
 	if ctx.Err() != nil {
 		return cl.c.errorf("%w", ops.Canceled(ctx))
 	}
@@ -63,8 +53,10 @@ func (cl *Client) run(ctx context.Context, cmd *ops.Cmd, base []string, sp *ops.
 	rand.Read(rnd[:])
 	id := hex.EncodeToString(rnd[:])
 	req := &proto.RunRequest{ID: id, Command: proto.Str(cmd.Command), Dir: proto.Str(cmd.Dir), Env: proto.Strs(cmd.Env), Timeout: int64(cmd.Timeout)}
-	if base != nil {
-		req.Base, req.HasBase = proto.Strs(base), true
+	if cmd.BaseEnv != nil {
+		// Replaces the helper's base (its own environment); empty too.
+		base := proto.Strs(cmd.BaseEnv)
+		req.Base = &base
 	}
 	if sp != nil {
 		req.Spill = &proto.SpillRequest{Path: proto.Str(sp.Path), AfterBytes: sp.AfterBytes, AfterLines: sp.AfterLines, Cap: sp.Cap, CapNote: sp.CapNote, Total: sp.Total}

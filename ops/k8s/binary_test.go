@@ -1,7 +1,10 @@
 package k8s
 
 import (
+	"bytes"
 	"context"
+	"debug/elf"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path/filepath"
@@ -28,4 +31,42 @@ func TestNewRefusesUnusableHelperBinary(t *testing.T) {
 	if err != nil || sf.err == nil || sf.err.Error() != "no pi-sandbox-shim on this machine" {
 		t.Fatalf("readShim with NoHelper = %+v, %v", sf, err)
 	}
+}
+
+// TestShimForNodeArch: the binary uploaded into a pod is the one for its
+// node's architecture (pi-sandbox-shim-linux-GOARCH beside the base); a
+// node without one leaves the short reason for Info.Limits and the full
+// error for the refusal of a pod we created.
+func TestShimForNodeArch(t *testing.T) {
+	dir := t.TempDir()
+	base := filepath.Join(dir, shim.BinaryName)
+	os.WriteFile(base, staticELFHeader(elf.EM_X86_64), 0o755)
+	arm := filepath.Join(dir, shim.ArchBinaryName("arm64"))
+	os.WriteFile(arm, staticELFHeader(elf.EM_AARCH64), 0o755)
+	sf, err := readShim(&Config{ShimBinary: base})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sf.choose("arm64"); err != nil || sf.host != arm || sf.sum == "" || !strings.HasPrefix(sf.name, "pi-sandbox-shim-") {
+		t.Fatalf("arm64 node: %+v, %v", sf, err)
+	}
+	armName := sf.name
+	if err := sf.choose("amd64"); err != nil || sf.host != base || sf.name == armName {
+		t.Fatalf("amd64 node: %+v, %v", sf, err)
+	}
+	err = sf.choose("riscv64")
+	if err == nil || sf.up != nil || sf.err.Error() != "no pi-sandbox-shim for linux/riscv64 on this machine" || sf.full == nil || !strings.Contains(sf.full.Error(), "GOARCH=riscv64") {
+		t.Fatalf("riscv64 node: %v, %+v", err, sf)
+	}
+}
+
+// staticELFHeader is a static ELF executable header for machine m (all
+// the binary lookup reads).
+func staticELFHeader(m elf.Machine) []byte {
+	var buf bytes.Buffer
+	h := elf.Header64{Type: uint16(elf.ET_EXEC), Machine: uint16(m), Version: uint32(elf.EV_CURRENT), Ehsize: 64, Phentsize: 56}
+	copy(h.Ident[:], elf.ELFMAG)
+	h.Ident[elf.EI_CLASS], h.Ident[elf.EI_DATA], h.Ident[elf.EI_VERSION] = byte(elf.ELFCLASS64), byte(elf.ELFDATA2LSB), byte(elf.EV_CURRENT)
+	binary.Write(&buf, binary.LittleEndian, h)
+	return buf.Bytes()
 }

@@ -98,12 +98,18 @@ type Config struct {
 	// container's working directory (its workingDir, else the image's), as
 	// the docker backend does for an existing container.
 	WorkDir string
-	// User is "UID:GID" for the pod's container (runAsUser, runAsGroup). Zero: 1000:1000. Only with Image: pods/exec runs as the
-	// container's user.
+	// User is "UID:GID" for the pod's container (runAsUser, runAsGroup).
+	// Zero: the owner (uid:gid) of the first mount's source when this host
+	// can stat it (the node is this host) and it is not root's, else
+	// 1000:1000. Only with Image: pods/exec runs as the container's user.
 	User string
 	// Mounts are hostPath volumes of an Image pod (for single-node
 	// development clusters: the path is on the node).
 	Mounts []Mount
+	// Note, when set, receives what the person who opens the sandbox
+	// should know about its configuration (a root-owned mount the default
+	// user cannot write to, and what to do).
+	Note func(string)
 	// Labels are added to the pods we create (a per-run label in tests);
 	// the managed labels are always set.
 	Labels map[string]string
@@ -145,16 +151,20 @@ type Config struct {
 	RuntimeClassName string
 
 	// ShimBinary is the host path of the static helper binary
-	// (pi-sandbox-shim) to upload. Zero: shim.HostBinary(). Without a
-	// usable one New fails with a *shim.BinaryError unless NoHelper is set.
+	// (pi-sandbox-shim) to upload; a node of another architecture gets
+	// pi-sandbox-shim-linux-GOARCH from beside it (shim.Binaries). Zero:
+	// shim.HostBinary(). Without a usable one New fails with a
+	// *shim.BinaryError unless NoHelper is set.
 	ShimBinary string
 	// NoHelper asks for the fallback path: every operation is its own exec
 	// (ops/internal/execops) instead of a request to the long-lived
 	// helper, and the helper binary is not required. Commands still run
 	// under the shim when it is there; without it a process that calls
 	// setsid itself survives a kill, and Info.Limits says so. Zero: the
-	// helper; a container that cannot run it (another architecture, no
-	// exec-capable directory) uses the fallback and Info.Limits says why.
+	// helper. A pod we create (Image, up) always runs it: where it
+	// cannot, New fails naming the cause; an existing pod that cannot run
+	// it (an architecture without a binary, no exec-capable directory)
+	// uses the fallback and Info.Limits says why.
 	NoHelper bool
 	// MaxBackground bounds the background process groups the helper owns
 	// (zero: 64).
@@ -235,7 +245,7 @@ func (c *Config) validate() error {
 			return err
 		}
 		if uid == 0 && !c.AllowRoot {
-			return errors.New("k8s: User with uid 0 needs AllowRoot")
+			return ops.ConfigError("k8s: User with uid 0 needs AllowRoot")
 		}
 	}
 	if c.Lease != 0 && c.Lease < 3*keepalive {
@@ -258,7 +268,7 @@ func parseUser(s string) (uid, gid int64, err error) {
 	uid, err1 := strconv.ParseInt(u, 10, 64)
 	gid, err2 := strconv.ParseInt(g, 10, 64)
 	if err1 != nil || err2 != nil || uid < 0 || gid < 0 {
-		return 0, 0, fmt.Errorf("k8s: User %q: want numeric UID:GID", s)
+		return 0, 0, ops.ConfigError("k8s: User %q: want numeric UID[:GID] (a pod cannot name a user)", s)
 	}
 	return uid, gid, nil
 }
@@ -267,6 +277,9 @@ func parseUser(s string) (uid, gid int64, err error) {
 func (c *Config) fillImageDefaults() {
 	if c.User == "" {
 		c.User = DefaultUser
+		if len(c.Mounts) > 0 {
+			c.User = target.MountUser(c.Mounts[0].Source, DefaultUser, c.Note)
+		}
 	}
 	if c.WorkDir == "" {
 		c.WorkDir = DefaultWorkDir
@@ -284,3 +297,9 @@ func (c *Config) fillImageDefaults() {
 
 // baseEnv is what every command gets before Config.Env and Cmd.Env.
 var baseEnv = ops.NonInteractiveEnv()
+
+// CheckUser checks the syntax of a pod's User: numeric UID[:GID].
+func CheckUser(s string) error {
+	_, _, err := parseUser(s)
+	return err
+}

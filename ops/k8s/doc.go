@@ -1,7 +1,8 @@
 // Package k8s runs a sandbox in a Kubernetes pod: an ephemeral hardened pod
 // created from Config.Image (deleted by Close), or an existing pod
 // (Config.Pod) used as it is. Every operation goes through the in-target
-// helper (package ops/helper): the shim binary is uploaded through pods/exec
+// helper (package ops/helper): the shim binary for the node's architecture
+// (shim.Binaries) is uploaded through pods/exec
 // stdin to a content-addressed path (its SHA-256 checked after the upload,
 // since CRI runtimes have stdin-truncation bugs) and started as `__shim
 // serve` in one long-lived pods/exec, whose stdio is the helper's stream.
@@ -23,7 +24,9 @@
 // live on; Close and a redial end them at once.
 //
 // The hardened pod (the zero value of every Config field) maps the docker
-// backend's profile: uid/gid 1000 with runAsNonRoot, every capability
+// backend's profile: uid/gid 1000 (with Mounts and no User, the owner of
+// the first hostPath when this host can stat it and it is not root's) with
+// runAsNonRoot, every capability
 // dropped, no privilege escalation, seccomp RuntimeDefault, a read-only root
 // file system with emptyDirs for /tmp (memory-backed, exec allowed), the
 // workspace, the sandbox's state (spill files, pid files) and the shim,

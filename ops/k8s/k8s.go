@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/pi-sandbox/pi-sandbox/internal/spillkey"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/execops"
@@ -77,6 +79,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The binary for this host's architecture until the probe says the
+	// pod's (its node's).
+	sf.choose(runtime.GOARCH)
 	b := &Backend{c: c, lease: cfg.Lease, sf: sf}
 	if b.lease == 0 {
 		b.lease = DefaultLease
@@ -96,12 +101,12 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		p, err := c.api.getPod(ctx, cfg.Pod)
 		if err != nil {
 			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("k8s: no pod %q in namespace %s", cfg.Pod, c.Namespace)
+				return nil, ops.ConfigError("k8s: no pod %q in namespace %s", cfg.Pod, c.Namespace)
 			}
 			return nil, apiErr("get pod", err)
 		}
 		if p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
-			return nil, fmt.Errorf("k8s: pod %q is not running (%s)", cfg.Pod, podState(p))
+			return nil, ops.ConfigError("k8s: pod %q is not running (%s)", cfg.Pod, podState(p))
 		}
 		ctr, err := pickContainer(p, cfg.Container)
 		if err != nil {
@@ -197,6 +202,13 @@ for base in ` + StateDir + ` /var/tmp /tmp "$HOME"; do
   fi
 done
 [ -n "$st" ] && echo "state=$st" && echo "statefs=$(stat -f -c %T "$st" 2>/dev/null)"
+# A HOME the user can write in a pod of our own ($5, its state directory):
+# the image's when it is one, else the user's directory there (a uid the
+# image does not list has HOME=/; the root file system is read-only).
+if [ -n "$5" ] && ! { [ "$HOME" != / ] && [ -d "$HOME" ] && [ -w "$HOME" ]; }; then
+  d=$5/home-$(id -u); mkdir -m 700 "$d" 2>/dev/null
+  [ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ] && [ -w "$d" ] && echo "sethome=$d"
+fi
 for d in $4 "${st%/*}"; do
   [ -n "$d" ] || continue
   if [ -x "$d/$3" ] && "$d/$3" __shim version >/dev/null 2>&1; then echo "shim=$d/$3"; break; fi
@@ -214,7 +226,11 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	// processes too) find the same spill directory.
 	sum := sha256.Sum256([]byte(b.t.c.Namespace + "\x00" + b.t.pod + "\x00" + b.t.container + "\x00" + cfg.WorkDir))
 	stateName := "pi-sandbox-" + hex.EncodeToString(sum[:8])
-	res, err := b.t.script(ctx, probeScript, nil, cfg.WorkDir, stateName, sf.name, shimDir)
+	ours := ""
+	if b.ephemeral || b.up {
+		ours = StateDir
+	}
+	res, err := b.t.script(ctx, probeScript, nil, cfg.WorkDir, stateName, sf.name, shimDir, ours)
 	if err != nil {
 		return fmt.Errorf("k8s: probe: %w", err)
 	}
@@ -227,6 +243,14 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 			kv[k] = v
 		}
 	}
+	if h := kv["sethome"]; h != "" && !hasKey(cfg.Env, "HOME") {
+		kv["home"] = h
+		b.env = append(b.env, "HOME="+h)
+	}
+	choice := ""
+	if b.ephemeral {
+		choice = "--user UID:GID" // an existing pod's user is its own
+	}
 	info := ops.Info{
 		Backend: "k8s",
 		WorkDir: kv["workdir"],
@@ -237,6 +261,8 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		OS:      strings.ToLower(kv["os"]),
 		Arch:    target.GOARCH(kv["arch"]),
 		Shell:   kv["shell"],
+
+		UserChoice: choice,
 	}
 	if info.Shell == "" {
 		info.Shell = "/bin/sh"
@@ -258,6 +284,9 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		info.Limits = append(info.Limits, "the spill directory is on a tmpfs (memory-backed)")
 	}
 	info.SpillDir = b.stateDir + "/spill"
+	if b.up && strings.HasPrefix(b.stateDir, StateDir+"/") { // the up pod's emptyDir: it lasts
+		info.CheckpointDir = b.stateDir + "/checkpoints/" + spillkey.Key("", info.WorkDir)
+	}
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	b.pidfile = b.stateDir + "/run/helper-" + hex.EncodeToString(rnd[:]) + ".pid"
@@ -265,11 +294,21 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		b.oomProbe = `while read k v; do [ "$k" = oom_kill ] && pv=$v; done < ` + shellproc.Quote(f)
 	}
 	b.info = info
+	b.shimPath = kv["shim"]
+	if sf.bins != nil && info.Arch != "" && info.Arch != sf.arch {
+		// The node is not of the architecture guessed: its binary is
+		// another one (the shim found, if any, is not it).
+		b.shimPath = ""
+		sf.choose(info.Arch)
+	}
 	if sf.err != nil {
+		if b.ours() && !cfg.NoHelper {
+			return b.oursErr(sf.full)
+		}
+		b.shimPath = ""
 		b.info.Limits = append(b.info.Limits, noShimLimit+" ("+sf.err.Error()+")")
 		return nil
 	}
-	b.shimPath = kv["shim"]
 	if b.shimPath == "" {
 		dir := shimDir
 		owned := ""
@@ -281,9 +320,11 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 		switch {
 		case err != nil && (errors.Is(err, ops.ErrTransport) || ctx.Err() != nil):
 			return err
+		case err != nil && b.ours() && !cfg.NoHelper:
+			return b.oursErr(err)
 		case err != nil:
-			// A container that cannot run the binary (another
-			// architecture, no exec-capable directory) gets the fallback.
+			// An existing pod that cannot run the binary (no
+			// exec-capable directory) gets the fallback.
 			b.info.Limits = append(b.info.Limits, noShimLimit+" ("+err.Error()+")")
 			return nil
 		}
@@ -294,6 +335,16 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	}
 	b.info.Capabilities = append(b.info.Capabilities, "shim")
 	return nil
+}
+
+// ours reports whether pi-sandbox created the pod (an ephemeral one, an
+// up pod): it always runs the helper.
+func (b *Backend) ours() bool { return b.ephemeral || b.up }
+
+// oursErr is the refusal of a pod we created in which the helper cannot
+// run.
+func (b *Backend) oursErr(err error) error {
+	return fmt.Errorf("k8s: the helper cannot run in pod %s, which pi-sandbox created, so the session is refused rather than run on the fallback (--no-helper, Go: NoHelper, asks for it): %w", b.t.pod, err)
 }
 
 // Info describes the pod's container.
@@ -342,4 +393,14 @@ func atoiOr(s string, def int) int {
 		return def
 	}
 	return n
+}
+
+// hasKey reports whether env sets key.
+func hasKey(env []string, key string) bool {
+	for _, kv := range env {
+		if strings.HasPrefix(kv, key+"=") {
+			return true
+		}
+	}
+	return false
 }

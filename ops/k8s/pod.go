@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // sleepForever is the container's command: it only has to stay up.
@@ -236,7 +238,7 @@ func createOne(ctx context.Context, c *Client, cfg *Config, kind string, hostUse
 	created, err := c.api.createPod(ctx, p)
 	if err != nil {
 		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) {
-			return "", fmt.Errorf("k8s: create pod in namespace %s: %w", c.Namespace, err)
+			return "", ops.ConfigError("k8s: create pod in namespace %s: %w", c.Namespace, err)
 		}
 		return "", apiErr("create pod", err)
 	}
@@ -392,8 +394,11 @@ func startFailure(p *corev1.Pod) error {
 	for _, cs := range p.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
-			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName",
-				"CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff":
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+				return ops.ConfigError("k8s: pod %s: container %s: %s: %s (the node cannot get image %s: push it to a registry the node pulls from, or load it into the node)", p.Name, cs.Name, w.Reason, w.Message, cs.Image)
+			case "CreateContainerConfigError":
+				return ops.ConfigError("k8s: pod %s: container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
+			case "CreateContainerError", "RunContainerError", "CrashLoopBackOff":
 				return fmt.Errorf("k8s: pod %s: container %s: %s: %s", p.Name, cs.Name, w.Reason, w.Message)
 			}
 		}

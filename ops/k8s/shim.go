@@ -12,30 +12,49 @@ import (
 
 const noShimLimit = "no shim: a process that calls setsid itself survives a kill"
 
-// shimFile is the host's shim binary.
+// shimFile is the host's helper binary for the pod's architecture.
 type shimFile struct {
+	bins *shim.Binaries // the host's binaries, nil without (NoHelper)
+	arch string         // the GOARCH chosen
 	host string
 	up   *shim.Upload
 	sum  string // hex SHA-256
 	name string // content-addressed file name in the pod
-	err  error  // why there is none (only with NoHelper)
+	err  error  // why there is none
+	full error  // err in full (which places were looked at), from choose
 }
 
-// readShim finds and hashes the host's helper binary. Without a usable one
-// it fails, unless NoHelper lets the plain wrapper run commands.
+// readShim finds the host's helper binaries. Without a usable one it
+// fails, unless NoHelper lets the plain wrapper run commands.
 func readShim(cfg *Config) (*shimFile, error) {
-	p, err := shim.HostBinaryAt(cfg.ShimBinary)
-	var u *shim.Upload
-	if err == nil {
-		u, err = shim.ReadUpload(p)
-	}
+	bins, err := shim.FindBinaries(cfg.ShimBinary)
 	switch {
 	case err == nil:
-		return &shimFile{host: u.Path, up: u, sum: u.Sum, name: u.Name()}, nil
+		return &shimFile{bins: bins}, nil
 	case cfg.NoHelper:
 		return &shimFile{err: errors.New(shim.LimitReason(err))}, nil
 	}
 	return nil, fmt.Errorf("k8s: %w", err)
+}
+
+// choose picks (and hashes) the binary for a pod of goarch (its node's
+// architecture). Without one, sf.err says why and so does the error.
+func (sf *shimFile) choose(goarch string) error {
+	if sf.bins == nil {
+		return sf.err
+	}
+	if sf.up != nil && sf.arch == goarch {
+		return nil
+	}
+	u, err := sf.bins.For(goarch)
+	if err != nil {
+		sf.arch, sf.host, sf.up, sf.sum, sf.name, sf.err = goarch, "", nil, "", "", errors.New(shim.LimitReason(err))
+		sf.full = err
+		return fmt.Errorf("k8s: %w", err)
+	}
+	sf.arch, sf.host, sf.up, sf.sum, sf.name, sf.err = goarch, u.Path, u, u.Sum, u.Name(), nil
+	sf.full = nil
+	return nil
 }
 
 // uploadScript writes stdin to a temp file in $1, checks its size ($4) and

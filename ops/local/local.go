@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"sync"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -27,7 +29,9 @@ var (
 	_ ops.WriteParentsFS = (*Backend)(nil)
 	_ ops.Confiner       = (*Backend)(nil)
 	_ ops.ProcessLister  = (*Backend)(nil)
-	_ ops.HostEnvRunner  = (*Backend)(nil)
+	_ ops.TargetDialer   = (*Backend)(nil)
+	_ ops.CheckpointFS   = (*Backend)(nil)
+	_ ops.TargetListener = (*Backend)(nil)
 )
 
 // Config configures a local backend. The zero value is usable: the current
@@ -150,6 +154,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	b.info = b.inner.Info()
 	b.info.Backend = "local"
+	b.info.CheckpointDir = checkpointDir(wd)
+	// Commands start from this process's environment (or Config.Env).
+	b.info.Capabilities = append(append([]string(nil), b.info.Capabilities...), ops.CapHostEnv, ops.CapSharedLoopback)
 	b.info.Limits = append(b.info.Limits, limits...)
 	return b, nil
 }
@@ -251,20 +258,6 @@ func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	return b.inner.Run(ctx, cmd)
 }
 
-// RunBaseEnv runs cmd with base in place of the host environment (see
-// ops.HostEnvRunner).
-func (b *Backend) RunBaseEnv(ctx context.Context, cmd *ops.Cmd, base []string) error {
-	switch in := b.inner.(type) {
-	case ops.HostEnvRunner:
-		return in.RunBaseEnv(ctx, cmd, base)
-	case interface {
-		RunWithBase(context.Context, *ops.Cmd, []string) error
-	}:
-		return in.RunWithBase(ctx, cmd, base)
-	}
-	return b.inner.Run(ctx, cmd)
-}
-
 // CountLines counts newlines where the file is.
 func (b *Backend) CountLines(ctx context.Context, name string) (int64, int64, error) {
 	return ops.CountLines(ctx, b.inner, name)
@@ -359,7 +352,29 @@ func (b *Backend) Confine(ctx context.Context, roots []ops.Root) (ops.Backend, e
 	if err != nil {
 		return nil, err
 	}
-	// A local wrapper of the view: it keeps RunBaseEnv (the policy's
-	// environment replaces the host's), which views of remote targets lack.
-	return &Backend{inner: helper.Owned(v, b.Info, b.Close), info: b.info}, nil
+	// The view, with the local Info (CapHostEnv) and Close.
+	return helper.Owned(v, b.Info, b.Close), nil
+}
+
+// DialTarget connects to 127.0.0.1:port on this host: a plain TCP dial.
+func (b *Backend) DialTarget(ctx context.Context, port int) (net.Conn, error) {
+	if port < 1 || port > 65535 {
+		return nil, fmt.Errorf("local: dial: %w: port %d out of range", ops.ErrConfig, port)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	return c, nil
+}
+
+// ListenTarget listens on 127.0.0.1 of this host (an ephemeral port).
+func (b *Backend) ListenTarget(ctx context.Context) (net.Listener, error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, fmt.Errorf("local: %w", err)
+	}
+	return ln, nil
 }

@@ -26,6 +26,7 @@ func runCases() []testCase {
 		{name: "Run/KilledBySIGTERM", fn: testExit("kill -TERM $$", 143, 15)},
 		{name: "Run/MergedOrder", fn: testMergedOrder},
 		{name: "Run/Env", fn: testEnv},
+		{name: "Run/BaseEnv", fn: testBaseEnv},
 		{name: "Run/Dir", fn: testDir},
 		{name: "Run/DirDefaultIsWorkDir", fn: testDirDefault},
 		{name: "Run/MissingDir", fn: testStartError("missing", ops.ENOENT)},
@@ -83,6 +84,63 @@ func testEnv(t testing.TB, ctx context.Context, b ops.Backend) {
 	})
 	if want := `hello world|x=y 'q' "d" $z|/opstest-home`; err != nil || out.String() != want {
 		t.Fatalf("env output %q, %v; want %q", out.String(), err, want)
+	}
+}
+
+// shellSetEnv are variables a shell or the shim export by themselves, so
+// they are in a command's environment whatever its base.
+var shellSetEnv = map[string]bool{"PWD": true, "OLDPWD": true, "SHLVL": true, "_": true, "PATH": true, "GORACE": true}
+
+// envNames runs env with base and extra and returns the names it printed.
+func envNames(t testing.TB, ctx context.Context, b ops.Backend, base, extra []string) map[string]string {
+	var out bytes.Buffer
+	if err := b.Run(ctx, &ops.Cmd{Command: "env", BaseEnv: base, Env: extra, Output: &out}); err != nil {
+		t.Fatalf("env (base %q): %v; output %q", base, err, out.String())
+	}
+	names := map[string]string{}
+	for _, line := range strings.Split(out.String(), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok && k != "" && !strings.ContainsAny(k, " \t") {
+			names[k] = v
+		}
+	}
+	return names
+}
+
+// testBaseEnv: Cmd.BaseEnv replaces the backend's base environment (an
+// empty list too), and Env still goes on top of it.
+func testBaseEnv(t testing.TB, ctx context.Context, b ops.Backend) {
+	def := envNames(t, ctx, b, nil, nil)
+	var own []string // the backend's base, but what the shell sets itself
+	for k := range def {
+		if !shellSetEnv[k] {
+			own = append(own, k)
+		}
+	}
+	if len(own) == 0 {
+		t.Fatalf("the backend's base environment is empty (env printed %v)", def)
+	}
+	for _, base := range [][]string{{"OPSTEST_BASE=b c", "OPSTEST_OVER=base"}, {}} {
+		got := envNames(t, ctx, b, base, []string{"OPSTEST_OVER=env"})
+		if got["OPSTEST_OVER"] != "env" {
+			t.Errorf("base %q: Env on top: OPSTEST_OVER=%q, want env", base, got["OPSTEST_OVER"])
+		}
+		if wantBase := len(base) > 0; wantBase && got["OPSTEST_BASE"] != "b c" {
+			t.Errorf("base %q: OPSTEST_BASE=%q, want %q", base, got["OPSTEST_BASE"], "b c")
+		} else if _, ok := got["OPSTEST_BASE"]; !wantBase && ok {
+			t.Errorf("an empty base: OPSTEST_BASE is set")
+		}
+		for _, k := range own {
+			if _, ok := got[k]; ok {
+				t.Errorf("base %q: the backend's own %s is still set", base, k)
+			}
+		}
+	}
+	// Nil keeps the backend's base.
+	got := envNames(t, ctx, b, nil, nil)
+	for _, k := range own {
+		if _, ok := got[k]; !ok {
+			t.Errorf("a nil base after replaced ones: the backend's %s is missing", k)
+		}
 	}
 }
 

@@ -24,6 +24,11 @@
 // [TestBackendWithGaps]: the cases it names either must fail (a pass means
 // the gap is gone) or are skipped with the reason (racy or speed-bound).
 //
+// A configuration that shares its transport with one running the whole
+// suite (a backend's fallback without its in-target helper) calls
+// [TestBackendCore]: the core cases, each capability once, with the same
+// gap ledger.
+//
 // Every case gets a fresh backend and works in a fresh scratch directory
 // under Info().WorkDir, which it removes afterwards. Cases use only the ops
 // interfaces — shell commands run through Run are written for busybox sh as

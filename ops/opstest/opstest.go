@@ -52,16 +52,7 @@ func allCases() []testCase {
 // the backend's Close with t.Cleanup. Each case's context is canceled by
 // its watchdog (2 minutes, 5 for the large transfers).
 func TestBackend(t *testing.T, newBackend func(t *testing.T) ops.Backend) {
-	for _, tc := range allCases() {
-		t.Run(tc.name, func(t *testing.T) {
-			if !tc.serial {
-				t.Parallel()
-			}
-			b := newBackend(t)
-			ctx := watchdog(t, cmp.Or(tc.timeout, defaultTimeout))
-			tc.fn(t, ctx, b)
-		})
-	}
+	runSuite(t, allCases(), newBackend, Gaps{})
 }
 
 // TestFS runs the file part of the suite (the FS methods: errors, symbolic

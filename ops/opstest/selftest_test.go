@@ -267,3 +267,38 @@ func TestWatchdogReportsHang(t *testing.T) {
 		t.Fatalf("child run: %v\n%s", err, out)
 	}
 }
+
+// TestCoreCases keeps the core list to cases that exist and leaves out the
+// heavy ones (a longer watchdog or run alone).
+func TestCoreCases(t *testing.T) {
+	byName := map[string]testCase{}
+	for _, c := range allCases() {
+		byName[c.name] = c
+	}
+	for n := range coreCases {
+		c, ok := byName[n]
+		switch {
+		case !ok:
+			t.Errorf("core case %q is no case", n)
+		case c.serial || c.timeout != 0:
+			t.Errorf("core case %q is a heavy one (serial %v, timeout %v)", n, c.serial, c.timeout)
+		}
+	}
+	if len(coreCases) >= len(byName) {
+		t.Errorf("%d core cases of %d: the core is no subset", len(coreCases), len(byName))
+	}
+}
+
+// TestBackendCoreRunsOnlyCore: with every core case skipped as a gap, no
+// case gets a backend, and a gap naming a case outside the core (here one
+// that would fail) is accepted and not run.
+func TestBackendCoreRunsOnlyCore(t *testing.T) {
+	gaps := Gaps{Skip: map[string]string{}, Fail: map[string]string{"WriteFile/Atomic": "not in the core"}}
+	for n := range coreCases {
+		gaps.Skip[n] = "counted"
+	}
+	TestBackendCore(t, func(t *testing.T) ops.Backend {
+		t.Errorf("%s ran: not a core case", t.Name())
+		return nil
+	}, gaps)
+}

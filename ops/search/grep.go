@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"golang.org/x/text/encoding/unicode"
@@ -59,7 +58,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 	if !ok {
 		return fmt.Errorf("search: grep: path %q is not absolute", q.Path)
 	}
-	m, fast, err := compileSearch(q.Pattern, q.IgnoreCase, q.Literal)
+	sr, err := compileSearch(q.Pattern, q.IgnoreCase, q.Literal)
 	if err != nil {
 		return err
 	}
@@ -72,7 +71,7 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 		// such as /dev/zero never end it.
 		return fmt.Errorf("search: grep: %s is not a regular file or a directory (%v)", root, st.Mode().Type())
 	}
-	g := &grepper{ctx: ctx, fsys: fsys, m: m, fast: fast, q: q, fn: fn}
+	g := &grepper{ctx: ctx, fsys: fsys, searcher: sr, q: q, fn: fn}
 	if !st.IsDir() {
 		err = g.file(root, path.Base(root), true)
 	} else {
@@ -92,11 +91,10 @@ func GrepFS(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, fn func(ops.Grep
 }
 
 type grepper struct {
-	ctx     context.Context
-	fsys    ops.FS
-	m       matcher
-	fast    *regexp.Regexp // multi-line candidate finder; nil: line by line
-	buf     []byte         // read buffer shared by the files of one search
+	ctx  context.Context
+	fsys ops.FS
+	*searcher
+	buf     []byte // read buffer shared by the files of one search
 	q       *ops.GrepQuery
 	fn      func(ops.GrepEvent) error
 	matches int
@@ -119,7 +117,10 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 		return nil
 	}
 	defer r.Close()
-	src, err := sniffBOM(r)
+	if g.buf == nil {
+		g.buf = make([]byte, chunkSize)
+	}
+	cr, err := sniffBOM(r, g.buf)
 	if err != nil {
 		if explicit || g.ctx.Err() != nil {
 			return err
@@ -127,10 +128,6 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 		return nil
 	}
 	s := &fileSearch{g: g, rel: rel, C: max(g.q.Context, 0)}
-	if g.buf == nil {
-		g.buf = make([]byte, chunkSize)
-	}
-	cr := &chunkReader{r: src, buf: g.buf}
 	defer func() { g.buf = cr.buf }() // reused by the next file, grown or not
 	for first := true; ; first = false {
 		chunk, cut, err := cr.next()
@@ -171,27 +168,25 @@ func (g *grepper) file(abs, rel string, explicit bool) error {
 	return nil
 }
 
-// sniffBOM does ripgrep's default BOM sniffing: a UTF-8 byte order mark is
-// dropped, a UTF-16 (LE or BE) file with one is transcoded to UTF-8, and
-// anything else is read as it is.
-func sniffBOM(r io.Reader) (io.Reader, error) {
-	var head [3]byte
-	n, err := io.ReadFull(r, head[:])
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+// sniffBOM does ripgrep's default BOM sniffing on the file's first read
+// (into buf, which the returned reader goes on with): a UTF-8 byte order
+// mark is dropped, a UTF-16 (LE or BE) file with one is transcoded to UTF-8,
+// and anything else is read as it is.
+func sniffBOM(r io.Reader, buf []byte) (*chunkReader, error) {
+	n, err := io.ReadAtLeast(r, buf, 3)
+	eof := err == io.EOF || err == io.ErrUnexpectedEOF
+	if err != nil && !eof {
 		return nil, err
 	}
-	h := head[:n]
-	rest := io.MultiReader(bytes.NewReader(h), r)
+	h := buf[:n]
 	switch {
 	case bytes.HasPrefix(h, []byte{0xEF, 0xBB, 0xBF}):
-		return r, nil
+		n = copy(buf, h[3:])
 	case bytes.HasPrefix(h, []byte{0xFF, 0xFE}), bytes.HasPrefix(h, []byte{0xFE, 0xFF}):
-		return transform.NewReader(rest, unicode.BOMOverride(transform.Nop)), nil
+		rest := io.MultiReader(bytes.NewReader(bytes.Clone(h)), r)
+		return &chunkReader{r: transform.NewReader(rest, unicode.BOMOverride(transform.Nop)), buf: buf}, nil
 	}
-	if n < len(head) {
-		return bytes.NewReader(h), nil
-	}
-	return rest, nil
+	return &chunkReader{r: r, buf: buf, end: n, eof: eof}, nil
 }
 
 // chunkSize is the initial read buffer; a longer line grows it, up to
@@ -289,8 +284,8 @@ type fileSearch struct {
 // lines need handling, so they are found by one pass of the candidate
 // regexp over the chunk and line numbers come from counting newlines.
 func (s *fileSearch) chunk(chunk []byte) error {
-	fast := s.g.fast
-	if fast != nil && s.C == 0 {
+	scan := s.g.fast != nil || s.g.pre != nil
+	if scan && s.C == 0 {
 		prev := 0
 		for _, start := range s.g.candidates(chunk) {
 			s.n += bytes.Count(chunk[prev:start], []byte{'\n'})
@@ -313,7 +308,7 @@ func (s *fileSearch) chunk(chunk []byte) error {
 		return nil
 	}
 	var starts []int
-	if fast != nil {
+	if scan {
 		starts = s.g.candidates(chunk)
 	}
 	si := 0
@@ -324,7 +319,7 @@ func (s *fileSearch) chunk(chunk []byte) error {
 			line = chunk[off : off+end+1]
 		}
 		var isMatch bool
-		if fast != nil {
+		if scan {
 			for si < len(starts) && starts[si] < off {
 				si++
 			}
@@ -400,17 +395,30 @@ func (s *fileSearch) emit(n int, text []byte, match, truncated bool) error {
 }
 
 // candidates returns the start offsets of the lines of chunk that match:
-// the multi-line candidate regexp finds the next possible match, the line
-// it starts in is verified with the exact line matcher, and the scan goes
-// on from the next line.
+// the prefilter or else the multi-line candidate regexp finds the next
+// possible match, the line it starts in is verified with the exact line
+// matcher, and the scan goes on from the next line.
 func (g *grepper) candidates(chunk []byte) []int {
-	var out []int
+	var (
+		out  []int
+		scan prefilterScan
+	)
+	if g.pre != nil {
+		scan = g.pre.scan()
+	}
 	for pos := 0; pos < len(chunk); {
-		loc := g.fast.FindIndex(chunk[pos:])
-		if loc == nil {
-			break
+		var at int
+		if g.pre != nil {
+			if at = scan.find(chunk, pos); at < 0 {
+				break
+			}
+		} else {
+			loc := g.fast.FindIndex(chunk[pos:])
+			if loc == nil {
+				break
+			}
+			at = pos + loc[0]
 		}
-		at := pos + loc[0]
 		ls := bytes.LastIndexByte(chunk[:at], '\n') + 1
 		if ls >= len(chunk) {
 			break // an empty match after the last "\n": no line there

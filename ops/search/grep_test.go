@@ -280,6 +280,8 @@ func TestGrepLargeFileAgainstRG(t *testing.T) {
 			b.WriteString(strings.Repeat("x", chunkSize+100) + " needle long\n")
 		case i%997 == 0 || i%1999 == 1:
 			fmt.Fprintf(&b, "needle %d\n", i)
+		case i%1499 == 7:
+			fmt.Fprintf(&b, "Über NEEDLE %d straße\n", i)
 		default:
 			fmt.Fprintf(&b, "filler line %d\n", i)
 		}
@@ -291,6 +293,10 @@ func TestGrepLargeFileAgainstRG(t *testing.T) {
 		{Pattern: "needle", Path: root, Context: 3},
 		{Pattern: `^needle \d+$`, Path: root, Context: 1},
 		{Pattern: `\bneedle\b`, Path: root},
+		{Pattern: "(?i)needle", Path: root},
+		{Pattern: "über", Path: root, IgnoreCase: true, Context: 2},
+		{Pattern: "ÜBER|straße", Path: root},
+		{Pattern: `(?i)needle \d+`, Path: root, Context: 1},
 	} {
 		want, err := collectGrep(t, engineGrep, q)
 		if err != nil {

@@ -28,15 +28,7 @@ func mapErr(err error) error {
 }
 
 func (osFS) Open(_ context.Context, name string) (io.ReadCloser, error) {
-	f, err := os.Open(name)
-	if err != nil {
-		return nil, mapErr(err)
-	}
-	if st, err := f.Stat(); err == nil && st.IsDir() {
-		f.Close()
-		return nil, ops.PathError("read", name, ops.EISDIR)
-	}
-	return f, nil
+	return openRead(name)
 }
 
 func (osFS) OpenWriter(_ context.Context, name string, _ int, _ fs.FileMode) (io.WriteCloser, error) {

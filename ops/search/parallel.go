@@ -96,7 +96,7 @@ func grepTree(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, w *walker, fn 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			m, fast, err := compileSearch(q.Pattern, q.IgnoreCase, q.Literal)
+			sr, err := compileSearch(q.Pattern, q.IgnoreCase, q.Literal)
 			var buf []byte // the worker's read buffer, reused file after file
 			for j := range work {
 				if err == nil {
@@ -120,7 +120,7 @@ func grepTree(ctx context.Context, fsys ops.FS, q *ops.GrepQuery, w *walker, fn 
 						return ctx.Err()
 					}
 				}
-				g := &grepper{ctx: ctx, fsys: fsys, m: m, fast: fast, q: q, buf: buf}
+				g := &grepper{ctx: ctx, fsys: fsys, searcher: sr, q: q, buf: buf}
 				g.fn = func(ev ops.GrepEvent) error {
 					batch = append(batch, ev)
 					size += len(ev.Text) + len(ev.Path) + 64

@@ -64,37 +64,50 @@ func compilePattern(pattern string, ignoreCase, literal bool) (matcher, error) {
 	return re, nil
 }
 
-// compileSearch returns the exact line matcher and, when one exists, a
-// regexp for scanning whole chunks of lines: the same expression in
-// multi-line mode (with \b and \B dropped), which finds every line match
-// and possibly more (a match may span lines), so each candidate is verified.
-// \A and \z mean "line start/end" line by line but not in a chunk, so a
-// pattern using them is matched line by line (fast is nil).
-func compileSearch(pattern string, ignoreCase, literal bool) (m matcher, fast *regexp.Regexp, err error) {
-	m, err = compilePattern(pattern, ignoreCase, literal)
+// searcher is a compiled query: the exact line matcher and the means of
+// finding candidate lines in a chunk without trying every line.
+type searcher struct {
+	m matcher
+	// fast scans whole chunks of lines: the same expression in multi-line
+	// mode (with \b and \B dropped), which finds every line match and
+	// possibly more (a match may span lines), so each candidate is
+	// verified. \A and \z mean "line start/end" line by line but not in a
+	// chunk, so a pattern using them has none.
+	fast *regexp.Regexp
+	// pre, when the pattern has required literals, finds candidate lines
+	// faster than fast (see prefilter); it applies with or without fast.
+	pre *prefilter
+}
+
+// compileSearch compiles a query for the engine.
+func compileSearch(pattern string, ignoreCase, literal bool) (*searcher, error) {
+	m, err := compilePattern(pattern, ignoreCase, literal)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	s := &searcher{m: m}
 	src := pattern
 	if literal {
 		src = regexp.QuoteMeta(pattern)
 	}
 	src, err = translatePerlClasses(src)
 	if err != nil {
-		return m, nil, nil
+		return s, nil
 	}
 	if ignoreCase {
 		src = "(?i)" + src
 	}
+	if tree, err := syntax.Parse(src, syntax.Perl); err == nil {
+		s.pre = newPrefilter(tree)
+	}
 	tree, err := syntax.Parse("(?m)"+src, syntax.Perl)
 	if err != nil || hasTextAnchor(tree) {
-		return m, nil, nil
+		return s, nil
 	}
-	fast, err = regexp.Compile(stripBoundaries(tree).String())
-	if err != nil {
-		return m, nil, nil
+	if fast, err := regexp.Compile(stripBoundaries(tree).String()); err == nil {
+		s.fast = fast
 	}
-	return m, fast, nil
+	return s, nil
 }
 
 func hasTextAnchor(re *syntax.Regexp) bool {

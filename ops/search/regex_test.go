@@ -27,6 +27,11 @@ var regexCorpus = strings.Join([]string{
 	"",
 	"trailing space ",
 	"mixed123abc ٣x",
+	"Über über ÜBER überall",
+	"func NewReader(r io.Reader) *Reader",
+	"FUNC newreader",
+	"xyzzy_NoMatch? no: xyzzy nomatch",
+	"STRAẞE ſtraße",
 }, "\n") + "\n"
 
 var regexPatterns = []string{
@@ -34,6 +39,9 @@ var regexPatterns = []string{
 	`\bé`, `é\b`, `\bcole\b`, `\B\w\b`, `\b\d+\b`, `\bκ`, `т\b`, `^\b`, `\b$`, `x\b`, `\Bx`,
 	`(?i)école`, `(?i)strasse`, `(?i)k`, `(?i)s`, `[[:alpha:]]+`, `[[:digit:]]`, `\pL+`, `\p{Greek}+`,
 	`^$`, `^.{4}$`, `a|b`, `(ab|cd)+`, `\x{212a}`, `[α-ω]+`, `\.`, `e\s*$`,
+	// Required literals, found through the case-folded prefilter.
+	`ÜBER|straße`, `(?i)über`, `(?i)func newreader`, `(?i)xyzzy_nomatch`, `func NewReader`, `(?i)\x{212a}elvin`,
+	`(?i)strasse|ß`, `über\b`, `(?i)^über`, `(?i)new(reader|line)\b`, `(über|xyzzy)+`, `(?i)s\w*e`,
 }
 
 func TestRegexDialectAgainstRG(t *testing.T) {

@@ -14,12 +14,15 @@ func CheckStaticELF(data []byte, goarch string) error {
 	return checkStaticELF(bytes.NewReader(data), goarch)
 }
 
+// elfMachines maps a GOARCH to its ELF machine.
+var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}
+
 func checkStaticELF(r io.ReaderAt, goarch string) error {
 	f, err := elf.NewFile(r)
 	if err != nil {
 		return fmt.Errorf("not an ELF executable: %w", err)
 	}
-	want := map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64, "386": elf.EM_386, "arm": elf.EM_ARM}[goarch]
+	want := elfMachines[goarch]
 	if want == 0 || f.Machine != want {
 		return fmt.Errorf("built for %s, the target is %s", f.Machine, goarch)
 	}

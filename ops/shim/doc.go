@@ -14,7 +14,7 @@
 //	pi-sandbox __shim run [--pidfile FILE] [--dir DIR] [--grace DURATION] -- PROGRAM [ARG...]
 //	pi-sandbox __shim run --runs FD
 //	pi-sandbox __shim kill [--wait DURATION] FILE
-//	pi-sandbox __shim serve [--pidfile FILE] [--lease DURATION]
+//	pi-sandbox __shim serve [--pidfile FILE] [--lease DURATION] [--end-container]
 //	pi-sandbox __shim serve --listen DIR
 //	pi-sandbox __shim relay [--key-stdin] [--stop] DIR
 //	pi-sandbox __shim version
@@ -116,7 +116,10 @@
 // nothing arrived on stdin for DURATION: for transports where a vanished
 // client closes nothing (pods/exec); the client then sends HTTP/2 pings
 // while idle. docker and ssh do not use it (a paused container must not
-// lose its session).
+// lose its session). With --end-container, once its session has ended it
+// sends SIGTERM to PID 1 when that is ops/docker's keep-alive script (its
+// command line holds KeepAliveMarker): an ephemeral container ends with
+// its one client.
 //
 // serve --listen DIR: the daemon mode, for sandboxes that outlive their
 // clients (`pi-sandbox up`). It listens on the unix socket DIR/helper.sock
@@ -161,6 +164,19 @@
 //
 //	pi-sandbox __shim serve --listen DIR [--ready-fd N] [--key-fd N]
 //	pi-sandbox __shim relay [--key-stdin] [--stop] DIR
+//
+// keep: a sandbox's lifetime, run as the container's PID 1 (it reaps
+// orphans). --ttl D ends the sandbox D after the clocks start, --idle D
+// (with --activity FILE) once FILE's modification time is D old; the
+// helper daemon touches the file named by $PI_SANDBOX_ACTIVITY_FILE at
+// every request's start and end and every second while one runs. With
+// --wait-claim the clocks start at the first SIGUSR1 (a pool's claim), and
+// --max-idle D ends a member no claim took within D. To end the sandbox it
+// exits, after a line on stderr saying why: the kernel kills every process
+// of the namespace. --state FILE receives LifetimeState (JSON) when the
+// clocks start. SIGTERM, SIGINT and SIGHUP make it exit too (a stop).
+//
+//	pi-sandbox __shim keep [--ttl D] [--idle D --activity FILE] [--state FILE] [--wait-claim [--max-idle D]]
 //
 // version: prints "pi-sandbox-shim 1" (the protocol version) and exits 0,
 // so a backend can check an uploaded binary runs in the target.

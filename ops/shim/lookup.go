@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // BinaryName is the file name of the slim in-target binary
@@ -27,14 +29,25 @@ type BinaryError struct {
 	// Static is set when the binary is to be uploaded into a target, which
 	// needs a statically linked one.
 	Static bool
+	// Arch, when set, is the GOARCH of the Linux target the binary is for.
+	Arch string
 	// Tried lists "PLACE: why not", in the order looked at.
 	Tried []string
 }
+
+// Is makes a BinaryError an [ops.ErrConfig]: the machine lacks a file the
+// session needs, which no retry fixes (the CLI exits 2).
+func (e *BinaryError) Is(target error) bool { return target == ops.ErrConfig }
 
 func (e *BinaryError) Error() string {
 	kind := "helper binary"
 	if e.Static {
 		kind = "static helper binary"
+	}
+	if e.Arch != "" {
+		return fmt.Sprintf("shim: no %s %s for linux/%s on this machine (%s); make build puts %s and %s next to the CLI "+
+			"(or: CGO_ENABLED=0 GOOS=linux GOARCH=%s go build -o %s ./cmd/pi-sandbox-shim)",
+			kind, BinaryName, e.Arch, strings.Join(e.Tried, "; "), ArchBinaryName("amd64"), ArchBinaryName("arm64"), e.Arch, ArchBinaryName(e.Arch))
 	}
 	return fmt.Sprintf("shim: no %s %s on this machine (%s); install both binaries: %s, or set %s to one; "+
 		"--no-helper (Go: NoHelper) runs without it, and then a process that calls setsid itself survives a kill",
@@ -45,6 +58,9 @@ func (e *BinaryError) Error() string {
 // without a binary: err itself unless it is a *BinaryError.
 func LimitReason(err error) string {
 	if be := (*BinaryError)(nil); errors.As(err, &be) {
+		if be.Arch != "" {
+			return "no " + BinaryName + " for linux/" + be.Arch + " on this machine"
+		}
 		return "no " + BinaryName + " on this machine"
 	}
 	return err.Error()

@@ -45,8 +45,9 @@ func serveMain(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	pidfile := fs.String("pidfile", "", "write the helper's pid to `FILE` (for `__shim kill`), removed on exit")
 	lease := fs.Duration("lease", 0, "exit when nothing arrived on stdin for `DURATION` (the client pings; zero: never)")
+	endCtr := fs.Bool("end-container", false, "once the client is gone, end the container (an ephemeral one: its init is the keep-alive script)")
 	if err := fs.Parse(args); err != nil || fs.NArg() != 0 {
-		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve [--pidfile FILE] [--lease DURATION] | __shim serve --listen DIR")
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim serve [--pidfile FILE] [--lease DURATION] [--end-container] | __shim serve --listen DIR")
 		return 2
 	}
 	if *lease < 0 {
@@ -90,6 +91,9 @@ func serveMain(args []string, stderr io.Writer) int {
 	srv := newServer(nil)
 	srv.env = helperEnv()
 	serveSession(conn, srv)
+	if *endCtr {
+		endContainer(stderr)
+	}
 	return 0
 }
 
@@ -185,6 +189,7 @@ type server struct {
 	shim    string           // runs commands (`shim __shim run`); "": this executable
 	env     []string         // the base environment of commands; nil: this process's
 	limits  *daemonLimits    // the daemon's check of its resource limits; nil: none
+	act     *activity        // the daemon's record of client calls (idle timeout); nil: none
 	mu      sync.Mutex
 	b       *native.Backend // set by hello
 	hello   proto.HelloReply
@@ -192,6 +197,7 @@ type server struct {
 	sets    map[int]*rootSet
 	runs    map[string]context.CancelFunc
 	nextSet int
+	egress  egressState // serve_egress.go
 	active  sync.WaitGroup
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -239,6 +245,9 @@ func (s *server) mux() http.Handler {
 	m.HandleFunc("POST "+proto.PathRun, s.handleRun)
 	m.HandleFunc("POST "+proto.PathKill, s.handleKill)
 	m.HandleFunc("POST "+proto.PathPS, s.handlePS)
+	m.HandleFunc("POST "+proto.PathDial, s.handleDial)
+	m.HandleFunc("POST "+proto.PathCheckpoint, s.handleCheckpoint)
+	s.egress.routes(m, s)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.URL.Path == proto.PathEnd {
 			s.handleEnd(w, r) // it waits for the others: not one of them
@@ -247,6 +256,8 @@ func (s *server) mux() http.Handler {
 		growstack.Grow() // every handler runs deep (JSON, confinement, HTTP/2)
 		s.active.Add(1)
 		defer s.active.Done()
+		s.act.begin()
+		defer s.act.end()
 		// A request also ends when the session does.
 		ctx, cancel := context.WithCancel(r.Context())
 		defer cancel()

@@ -120,6 +120,7 @@ type daemon struct {
 	// limits replaces the daemon when a command changed its resource
 	// limits (serve_limits.go).
 	limits *daemonLimits
+	act    *activity // client calls, for the sandbox's idle timeout (lifetime.go)
 
 	mu    sync.Mutex
 	conns map[*closingConn]bool
@@ -151,6 +152,8 @@ func listenDaemon(dir string) (*daemon, error) {
 	}
 	d := &daemon{ln: ln, reg: reg, build: selfHash(exe), env: helperEnv(), conns: map[*closingConn]bool{}}
 	d.limits = newDaemonLimits(dir, func() { ln.Close() })
+	d.act = newActivity()
+	go d.act.run(nil)
 	return d, nil
 }
 
@@ -204,6 +207,7 @@ func (d *daemon) serve() {
 			srv := newServer(d.reg)
 			srv.env = d.env
 			srv.limits = d.limits
+			srv.act = d.act
 			serveSession(us, srv)
 			us.Close()
 		}()

@@ -97,12 +97,10 @@ func (s *server) handleRun(w http.ResponseWriter, r *http.Request) {
 		Output:  fw,
 		Timeout: time.Duration(req.Timeout),
 	}
-	var err error
-	if req.HasBase {
-		err = b.RunBaseEnv(ctx, cmd, proto.Strings(req.Base))
-	} else {
-		err = b.Run(ctx, cmd)
+	if req.Base != nil {
+		cmd.BaseEnv = proto.Strings(*req.Base) // not nil: an empty base too
 	}
+	err := b.Run(ctx, cmd)
 	e := runEnd(err, oomBefore)
 	if err == nil && oomBefore >= 0 && oomKills() > oomBefore {
 		// The shell survived, a process of its tree did not.

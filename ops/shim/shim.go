@@ -40,7 +40,7 @@ func Main(args []string) int {
 
 func mainIO(args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|serve|relay|grep|find|version ...")
+		fmt.Fprintln(stderr, "pi-sandbox-shim: usage: __shim run|kill|serve|relay|keep|grep|find|version ...")
 		return 2
 	}
 	switch args[0] {
@@ -56,10 +56,12 @@ func mainIO(args []string, stdout, stderr io.Writer) int {
 		return serveMain(args[1:], stderr)
 	case "relay":
 		return relayMain(args[1:], stderr)
+	case "keep":
+		return keepMain(args[1:], stderr)
 	case "version":
 		fmt.Fprintf(stdout, "pi-sandbox-shim %d\n", Version)
 		return 0
 	}
-	fmt.Fprintf(stderr, "pi-sandbox-shim: unknown mode %q (want run, kill, serve, relay, grep, find or version)\n", args[0])
+	fmt.Fprintf(stderr, "pi-sandbox-shim: unknown mode %q (want run, kill, serve, relay, keep, grep, find or version)\n", args[0])
 	return 2
 }

@@ -193,12 +193,15 @@ func (b *Backend) probe(ctx context.Context) error {
 	}
 	info := ops.Info{
 		Backend:      "ssh",
-		Capabilities: []string{"grep", "find", "linecount"},
+		Capabilities: []string{"grep", "find", "linecount", ops.CapSharedLoopback},
 		Home:         kv["home"],
 		User:         kv["user"],
 		UID:          atoiOr(kv["uid"], -1),
 		GID:          atoiOr(kv["gid"], -1),
 		SpillDir:     kv["spill"],
+		// The login picks the user; the owner's uid is what a permission
+		// error can tell.
+		UserChoice: "--host USER@HOST (the owner of the path: uid UID:GID)",
 	}
 	for _, g := range strings.Fields(kv["groups"]) {
 		if n, err := strconv.Atoi(g); err == nil {
@@ -222,6 +225,9 @@ func (b *Backend) probe(ctx context.Context) error {
 	info.WorkDir = info.Home
 	if b.cfg.WorkDir != "" {
 		info.WorkDir = path.Clean(b.cfg.WorkDir)
+	}
+	if c := path.Dir(path.Dir(info.SpillDir)); path.Base(c) == "pi-sandbox" { // the cache's, not the $TMPDIR fallback
+		info.CheckpointDir = c + "/checkpoints/" + spillkey.Key("", info.WorkDir)
 	}
 	b.info = info
 	start := func() {

@@ -213,9 +213,18 @@ func (b *Backend) initOps() {
 	}
 }
 
+// RunSpill has the helper save the output (ops.SpillRunner), with the
+// environment names checked as Run checks them.
+func (b *Backend) RunSpill(ctx context.Context, cmd *ops.Cmd, sp *ops.Spill) error {
+	if err := checkEnv(cmd.Env, cmd.BaseEnv); err != nil {
+		return &ops.StartError{Err: err}
+	}
+	return b.dispatcher.RunSpill(ctx, cmd, sp)
+}
+
 func (b *Backend) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if b.h != nil {
-		if err := checkEnv(cmd.Env); err != nil {
+		if err := checkEnv(cmd.Env, cmd.BaseEnv); err != nil {
 			return &ops.StartError{Err: err}
 		}
 		return b.h.Run(ctx, cmd)

@@ -27,14 +27,18 @@ func (b fallback) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if ctx.Err() != nil {
 		return ops.Canceled(ctx)
 	}
-	if err := checkEnv(cmd.Env); err != nil {
+	if err := checkEnv(cmd.Env, cmd.BaseEnv); err != nil {
 		return &ops.StartError{Err: err}
 	}
 	dir := cmd.Dir
 	if dir == "" {
 		dir = b.info.WorkDir
 	}
-	env := append(append([]string(nil), defaultEnv...), cmd.Env...)
+	base := defaultEnv
+	if cmd.BaseEnv != nil {
+		base = cmd.BaseEnv
+	}
+	env := append(append([]string(nil), base...), cmd.Env...)
 	start := time.Now()
 
 	// The timeout covers waiting for a session too (a saturated pool).
@@ -44,7 +48,7 @@ func (b fallback) Run(ctx context.Context, cmd *ops.Cmd) error {
 		sctx, cancel = context.WithTimeout(ctx, cmd.Timeout)
 		defer cancel()
 	}
-	s, c, pipes, err := b.startSession(sctx, remoteCommand(dir, b.info.Shell, b.shimPath, b.shimUp, cmd.Command, env))
+	s, c, pipes, err := b.startSession(sctx, remoteCommand(dir, b.info.Shell, b.shimPath, b.shimUp, cmd.Command, env, cmd.BaseEnv != nil))
 	if err != nil {
 		if ctx.Err() == nil && sctx.Err() != nil {
 			return &ops.TimeoutError{Limit: cmd.Timeout}
@@ -146,7 +150,13 @@ func (b fallback) Run(ctx context.Context, cmd *ops.Cmd) error {
 			}
 		case <-graceC:
 			// An orphan holds the output open but has gone quiet; one
-			// that escaped the group may hold it for ever.
+			// that escaped the group may hold it for ever. Quiet is
+			// confirmed first: after a stall of this process the timer
+			// and the output it missed are ready together.
+			if !ops.StillQuiet(r.activity, r.outDone) {
+				grace.Reset(ops.ExitGrace)
+				continue
+			}
 			return finish(time.Second)
 		case <-outDone:
 			outDone = nil

@@ -2,6 +2,7 @@ package sshops
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/internal/shquote"
@@ -35,6 +36,10 @@ import (
 // shell, and the login shell's exec reset SHLVL. What the login shell's rc
 // file exported (PATH from nvm or pyenv) is inherited anyway.
 //
+// $7 non-empty starts the command with the entries alone (`env -i`, a
+// replaced base environment); else they are exported on top of the
+// session's.
+//
 // With a shim (ops/shim, uploaded by New) its cached binary's bytes are
 // checked first ($5 its size, $6 its SHA-256) and the checked descriptor
 // runs, never the path (shim.PinScript); a binary that differs is reported
@@ -56,14 +61,16 @@ printf 'pi-sandbox-ssh: start chdir %s\n' "$e" >&3; exit 127
 fi
 command -v setsid >/dev/null || { printf 'pi-sandbox-ssh: start setsid\n' >&3; exit 127; }
 if [ -n "$4" ] && ! pin_shim "$4" "$5" "$6"; then printf 'pi-sandbox-ssh: start shim\n' >&3; exit 127; fi
-s=$2 c=$3 x=$4; shift 6
+s=$2 c=$3 x=$4 i=$7; shift 7
+if [ -n "$i" ]; then set -- env -i "$@"; else
 SHLVL=1; export SHLVL
-for kv; do export "$kv"; done
+for kv; do export "$kv"; done; set --
+fi
 {
 if [ -n "$x" ]; then
-setsid ` + shim.PinExe + ` __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
+setsid "$@" ` + shim.PinExe + ` __shim run -- "$s" -c "$c" 2>&3 3>&- 4<&- &
 else
-setsid "$s" -c "$c" 2>&1 3>&- 4<&- &
+setsid "$@" "$s" -c "$c" 2>&1 3>&- 4<&- &
 fi
 p=$!
 exec >/dev/null
@@ -93,7 +100,7 @@ const shimStop = `[ -z "$x" ] || { kill -TERM "$p"; n=0; while [ $n -lt 40 ]; do
 // remoteCommand is the exec request for one Run. sshd hands it to the user's
 // login shell, so everything is quoted for a POSIX shell and the wrapper runs
 // under /bin/sh whatever the login shell is.
-func remoteCommand(dir, shell, shimPath string, up *shim.Upload, command string, env []string) string {
+func remoteCommand(dir, shell, shimPath string, up *shim.Upload, command string, env []string, clearEnv bool) string {
 	var b strings.Builder
 	b.WriteString("exec /bin/sh -c ")
 	b.WriteString(shquote.Quote(wrapScript))
@@ -109,6 +116,11 @@ func remoteCommand(dir, shell, shimPath string, up *shim.Upload, command string,
 	} else {
 		b.WriteString("'' 0 -")
 	}
+	if clearEnv {
+		b.WriteString(" -i")
+	} else {
+		b.WriteString(" ''")
+	}
 	for _, kv := range env {
 		b.WriteByte(' ')
 		b.WriteString(shquote.Quote(kv))
@@ -117,8 +129,8 @@ func remoteCommand(dir, shell, shimPath string, up *shim.Upload, command string,
 }
 
 // checkEnv rejects entries a shell cannot export.
-func checkEnv(env []string) error {
-	for _, kv := range env {
+func checkEnv(envs ...[]string) error {
+	for _, kv := range slices.Concat(envs...) {
 		k, _, ok := strings.Cut(kv, "=")
 		if !ok || !validName(k) {
 			return fmt.Errorf("sshops: bad environment entry %q", kv)

@@ -8,8 +8,10 @@ package dispatch
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"io/fs"
+	"net"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
@@ -30,15 +32,25 @@ type Helper interface {
 	Ops
 	ReplaceFile(ctx context.Context, name string, old, data []byte) error
 	WriteFileParents(ctx context.Context, name string, data []byte, perm fs.FileMode) error
+	OpenChecked(ctx context.Context, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, error)
+	ListDir(ctx context.Context, name string) (fs.FileInfo, []ops.ListEntry, error)
+	RunSpill(ctx context.Context, cmd *ops.Cmd, s *ops.Spill) error
+	ChecksDir() bool
 	Processes(ctx context.Context) ([]ops.Process, error)
 	Confine(ctx context.Context, roots []ops.Root) (ops.Backend, error)
+	DialTarget(ctx context.Context, port int) (net.Conn, error)
+	Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error)
+	ListenTarget(ctx context.Context) (net.Listener, error)
 }
 
 var _ Helper = (*helper.Client)(nil)
 
 // Dispatcher implements the operations of ops.Backend (but Info and Close)
-// and ops.GrepFS, ops.FindFS, ops.LineCountFS, ops.ReplaceFS,
-// ops.ProcessLister and ops.Confiner.
+// and every optional capability: ops.GrepFS, ops.FindFS, ops.LineCountFS,
+// ops.ReplaceFS, ops.WriteParentsFS, ops.CheckedOpenFS, ops.ListFS,
+// ops.SpillRunner, ops.DirCheckingRunner, ops.ProcessLister,
+// ops.Confiner, ops.TargetDialer, ops.CheckpointFS and ops.TargetListener. What only the helper offers is ops.ErrUnsupported (or
+// false) without it.
 type Dispatcher struct {
 	// Helper returns the running helper, nil (an untyped nil) without one.
 	Helper func() Helper
@@ -165,4 +177,65 @@ func (d *Dispatcher) Confine(ctx context.Context, roots []ops.Root) (ops.Backend
 		return helper.Owned(v, d.Owner.Info, d.Owner.Close), nil
 	}
 	return v, nil
+}
+
+// OpenChecked checks, stats and opens in one round trip to the helper;
+// without it, ops.ErrUnsupported (the caller takes the steps one by one).
+func (d *Dispatcher) OpenChecked(ctx context.Context, name string, mode ops.AccessMode) (fs.FileInfo, io.ReadCloser, error) {
+	if h := d.helper(); h != nil {
+		return h.OpenChecked(ctx, name, mode)
+	}
+	return nil, nil, ops.ErrUnsupported
+}
+
+// ListDir lists in one round trip to the helper; without it,
+// ops.ErrUnsupported.
+func (d *Dispatcher) ListDir(ctx context.Context, name string) (fs.FileInfo, []ops.ListEntry, error) {
+	if h := d.helper(); h != nil {
+		return h.ListDir(ctx, name)
+	}
+	return nil, nil, ops.ErrUnsupported
+}
+
+// RunSpill has the helper save the output in the target; without it,
+// ops.ErrUnsupported (nothing ran: the caller saves the output).
+func (d *Dispatcher) RunSpill(ctx context.Context, cmd *ops.Cmd, s *ops.Spill) error {
+	if h := d.helper(); h != nil {
+		return h.RunSpill(ctx, cmd, s)
+	}
+	return ops.ErrUnsupported
+}
+
+// ChecksDir reports whether Run checks cmd.Dir in the same round trip as
+// the command: with the helper.
+func (d *Dispatcher) ChecksDir() bool {
+	h := d.helper()
+	return h != nil && h.ChecksDir()
+}
+
+// DialTarget connects to the target's 127.0.0.1:port through the helper;
+// without it, ops.ErrUnsupported.
+func (d *Dispatcher) DialTarget(ctx context.Context, port int) (net.Conn, error) {
+	if h := d.helper(); h != nil {
+		return h.DialTarget(ctx, port)
+	}
+	return nil, fmt.Errorf("dial 127.0.0.1:%d: %w: connections into the target need its helper", port, ops.ErrUnsupported)
+}
+
+// Checkpoint runs a checkpoint operation in the target through the helper;
+// without it, ops.ErrUnsupported.
+func (d *Dispatcher) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
+	if h := d.helper(); h != nil {
+		return h.Checkpoint(ctx, op, out)
+	}
+	return nil, fmt.Errorf("checkpoint: %w: checkpoints are made in the target by its helper, which is not running", ops.ErrUnsupported)
+}
+
+// ListenTarget listens on the target's 127.0.0.1 through the helper;
+// without it, ops.ErrUnsupported.
+func (d *Dispatcher) ListenTarget(ctx context.Context) (net.Listener, error) {
+	if h := d.helper(); h != nil {
+		return h.ListenTarget(ctx)
+	}
+	return nil, fmt.Errorf("listen on the target's 127.0.0.1: %w: connections out of the target need its helper", ops.ErrUnsupported)
 }

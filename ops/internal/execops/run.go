@@ -64,14 +64,21 @@ func (o *Ops) Run(ctx context.Context, cmd *ops.Cmd) error {
 		}
 		command = ". " + shellproc.Quote(f)
 	}
+	// The base: the target's environment with o.t.Env, or cmd.BaseEnv
+	// alone.
+	env := append(append([]string{}, o.t.Env...), cmd.Env...)
+	if cmd.BaseEnv != nil {
+		env = append(append([]string{}, cmd.BaseEnv...), cmd.Env...)
+	}
 	script, err := shellproc.Script(shellproc.Spec{
-		Command: command,
-		Shell:   o.t.Shell,
-		Dir:     dir,
-		Env:     append(append([]string{}, o.t.Env...), cmd.Env...),
-		PIDFile: pidFile,
-		Shim:    shim,
-		Probe:   o.t.OOMProbe,
+		Command:  command,
+		Shell:    o.t.Shell,
+		Dir:      dir,
+		Env:      env,
+		ClearEnv: cmd.BaseEnv != nil,
+		PIDFile:  pidFile,
+		Shim:     shim,
+		Probe:    o.t.OOMProbe,
 	})
 	if err != nil {
 		return &ops.StartError{Err: err}
@@ -144,6 +151,10 @@ func (o *Ops) Run(ctx context.Context, cmd *ops.Cmd) error {
 		case <-graceC:
 			// Orphans hold the output and have gone quiet: end them, as
 			// the local backend's final group kill does.
+			if !ops.StillQuiet(out.ch, nil) {
+				grace.Reset(graceDur)
+				continue
+			}
 			r.kill()
 			return r.finish()
 		case st := <-waitC:

@@ -10,13 +10,12 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
 
-func init() {
-	// An exec.Cmd that is never waited for panics with its creation stack.
-	os.Setenv("GODEBUG", "execwait=2")
-}
-
 func TestMain(m *testing.M) {
 	shim.Dispatch() // the backend re-executes this test binary as its shim
+	// An exec.Cmd that is never waited for panics with its creation stack.
+	// Set here, not in an init, so the shim (this binary too) does not put
+	// it into the environment of the commands it runs.
+	os.Setenv("GODEBUG", "execwait=2")
 	os.Exit(m.Run())
 }
 

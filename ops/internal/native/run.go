@@ -47,14 +47,13 @@ const (
 	stopSink
 )
 
-// Run runs c.Command with the backend's shell. See ops.Runner.
+// Run runs c.Command with the backend's shell. See ops.Runner. The base
+// environment is c.BaseEnv when set, else Config.Env, else the host's.
 func (b *Backend) Run(ctx context.Context, c *ops.Cmd) error {
-	return b.run(ctx, c, b.env, b.shim)
-}
-
-// RunBaseEnv runs c with base in place of the backend's base environment
-// (Config.Env, else the host's). See ops.HostEnvRunner.
-func (b *Backend) RunBaseEnv(ctx context.Context, c *ops.Cmd, base []string) error {
+	base := b.env
+	if c.BaseEnv != nil {
+		base = c.BaseEnv
+	}
 	return b.run(ctx, c, base, b.shim)
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,9 @@ type Spec struct {
 	// Env holds KEY=VALUE entries exported to the command (not to the
 	// wrapper). Keys must be shell identifiers.
 	Env []string
+	// ClearEnv starts the command with Env alone (`env -i`), not on top
+	// of the wrapper's environment.
+	ClearEnv bool
 	// PIDFile is the per-call file where the wrapper records the process
 	// group; its directory must exist and be writable. The plain wrapper
 	// requires it (it also keeps PIDFile+".status" there while the command
@@ -117,13 +121,21 @@ func Script(s Spec) (string, error) {
 	// session leader, so $! is its pid, which is the new group's id.
 	var launch strings.Builder
 	launch.WriteString("(")
-	for _, kv := range s.Env {
+	if s.ClearEnv {
+		argv = append([]string{"env", "-i"}, argv...)
+	}
+	for i, kv := range s.Env {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok || !isIdent(k) {
 			return "", fmt.Errorf("shellproc: bad environment entry %q", kv)
 		}
 		if strings.IndexByte(v, 0) >= 0 {
 			return "", fmt.Errorf("shellproc: environment value of %s contains a NUL byte", k)
+		}
+		if s.ClearEnv {
+			// Arguments of env, after -i, before the command.
+			argv = slices.Insert(argv, 2+i, Quote(kv))
+			continue
 		}
 		fmt.Fprintf(&launch, "export %s=%s; ", k, Quote(v))
 	}

@@ -242,9 +242,9 @@ type RunRequest struct {
 	Env     []Str  `json:"env,omitempty"`
 	Timeout int64  `json:"timeoutNs,omitempty"`
 	Roots   int    `json:"roots,omitempty"`
-	// Base, with HasBase, replaces the helper's base environment.
-	Base    []Str `json:"base,omitempty"`
-	HasBase bool  `json:"hasBase,omitempty"`
+	// Base, when set, replaces the helper's base environment (an empty
+	// list: an empty base), as ops.Cmd.BaseEnv.
+	Base *[]Str `json:"base,omitempty"`
 	// Spill, when set, has the helper save the output in a file in the
 	// target as well (ops.SpillRunner); RunEnd.Spill says how it went.
 	Spill *SpillRequest `json:"spill,omitempty"`

@@ -46,7 +46,7 @@ func (s *Str) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// Strs converts a []string.
+// Strs converts a []string; nil stays nil, an empty slice stays empty.
 func Strs(v []string) []Str {
 	if v == nil {
 		return nil
@@ -58,7 +58,7 @@ func Strs(v []string) []Str {
 	return out
 }
 
-// Strings converts back.
+// Strings converts back; nil stays nil, an empty slice stays empty.
 func Strings(v []Str) []string {
 	if v == nil {
 		return nil

@@ -1,0 +1,225 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Options says what a checkpoint captures.
+type Options struct {
+	Name string
+	// Exclude holds glob patterns (path.Match): one without "/" matches
+	// a base name at any depth, one with "/" the whole path from the root.
+	// A matching directory is excluded with everything under it.
+	Exclude []string
+}
+
+// Result is a checkpoint made.
+type Result struct {
+	Checkpoint
+	// Skipped lists the paths that are neither files, directories nor
+	// links (FIFOs, sockets, devices): not captured.
+	Skipped []string
+}
+
+// CheckExcludes refuses a malformed pattern.
+func CheckExcludes(pats []string) error {
+	for _, p := range pats {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return fmt.Errorf("checkpoint: %w: --exclude %q is not a valid glob pattern", ops.ErrConfig, p)
+		}
+	}
+	return nil
+}
+
+func excluded(pats []string, rel string) bool {
+	base := path.Base(rel)
+	for _, p := range pats {
+		p = strings.TrimSuffix(strings.TrimPrefix(p, "/"), "/")
+		target := rel
+		if !strings.Contains(p, "/") {
+			target = base
+		}
+		if ok, _ := path.Match(p, target); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// Create checkpoints the tree under root.
+func (s *Store) Create(root string, opt Options) (Result, error) {
+	if err := CheckExcludes(opt.Exclude); err != nil {
+		return Result{}, err
+	}
+	unlock, err := s.lock()
+	if err != nil {
+		return Result{}, err
+	}
+	defer unlock()
+	if err := s.recover(); err != nil {
+		return Result{}, err
+	}
+	return s.create(root, opt)
+}
+
+// walkInfo is one path found by walk with its stat data.
+type walkInfo struct {
+	rel string
+	fi  fs.FileInfo
+	st  *syscall.Stat_t
+}
+
+// walk lists the tree under root (root itself excluded), sorted by path,
+// leaving out the store and excluded paths; special files go to skipped.
+func (s *Store) walk(root string, exclude []string) (infos []walkInfo, skipped []string, err error) {
+	rfi, err := os.Stat(root)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: workspace: %w", err)
+	}
+	if !rfi.IsDir() {
+		return nil, nil, fmt.Errorf("checkpoint: workspace %s is not a directory", root)
+	}
+	var storeSt syscall.Stat_t
+	haveStore := syscall.Stat(s.dir, &storeSt) == nil
+	var rec func(dir, rel string) error
+	rec = func(dir, rel string) error {
+		f, err := os.Open(dir)
+		if err != nil {
+			return fmt.Errorf("checkpoint: cannot read %s: %w", relOrDot(rel), errors.Unwrap(err))
+		}
+		names, err := f.Readdirnames(-1)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("checkpoint: cannot read %s: %w", relOrDot(rel), err)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			r := n
+			if rel != "" {
+				r = rel + "/" + n
+			}
+			if excluded(exclude, r) {
+				continue
+			}
+			p := filepath.Join(dir, n)
+			fi, err := os.Lstat(p)
+			if err != nil {
+				if os.IsNotExist(err) {
+					continue // removed meanwhile
+				}
+				return fmt.Errorf("checkpoint: cannot stat %s: %w", r, errors.Unwrap(err))
+			}
+			st, _ := fi.Sys().(*syscall.Stat_t)
+			if haveStore && fi.IsDir() && st != nil && st.Dev == storeSt.Dev && st.Ino == storeSt.Ino {
+				continue
+			}
+			switch {
+			case fi.Mode().IsRegular(), fi.Mode()&fs.ModeSymlink != 0:
+				infos = append(infos, walkInfo{r, fi, st})
+			case fi.IsDir():
+				infos = append(infos, walkInfo{r, fi, st})
+				if err := rec(p, r); err != nil {
+					return err
+				}
+			default:
+				skipped = append(skipped, r)
+			}
+		}
+		return nil
+	}
+	if err := rec(root, ""); err != nil {
+		return nil, nil, err
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].rel < infos[j].rel })
+	return infos, skipped, nil
+}
+
+func relOrDot(rel string) string {
+	if rel == "" {
+		return "."
+	}
+	return rel
+}
+
+// modeBits is the Unix permission, setuid, setgid and sticky bits of fi.
+func modeBits(fi fs.FileInfo) uint32 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Mode & 0o7777
+	}
+	return uint32(fi.Mode().Perm())
+}
+
+func (s *Store) create(root string, opt Options) (Result, error) {
+	start := time.Now()
+	infos, skipped, err := s.walk(root, opt.Exclude)
+	if err != nil {
+		return Result{}, err
+	}
+	idx := s.loadIndex()
+	next := make(map[string]indexEntry, len(infos))
+	buf := make([]byte, 256<<10)
+	entries := make([]Entry, 0, len(infos))
+	var added int64
+	for _, in := range infos {
+		e := Entry{Path: in.rel, Mode: modeBits(in.fi)}
+		p := filepath.Join(root, filepath.FromSlash(in.rel))
+		switch {
+		case in.fi.IsDir():
+			e.Type = Dir
+		case in.fi.Mode()&fs.ModeSymlink != 0:
+			e.Type = Symlink
+			if e.Link, err = os.Readlink(p); err != nil {
+				return Result{}, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
+			}
+			e.Size = int64(len(e.Link))
+		default:
+			e.Type = File
+			ie := statEntry(in.st)
+			if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(ie) {
+				e.Blob, e.Size = old.blob, old.size
+			} else {
+				f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+				if err != nil {
+					return Result{}, fmt.Errorf("checkpoint: cannot read %s: %w", in.rel, errors.Unwrap(err))
+				}
+				sum, n, isNew, err := s.putBlob(f, buf)
+				f.Close()
+				if err != nil {
+					return Result{}, fmt.Errorf("checkpoint: %s: %w", in.rel, err)
+				}
+				if isNew {
+					added += n
+				}
+				e.Blob, e.Size = sum, n
+				ie.size = n
+			}
+			ie.blob = e.Blob
+			next[in.rel] = ie
+		}
+		entries = append(entries, e)
+	}
+	all, err := s.list()
+	if err != nil {
+		return Result{}, err
+	}
+	c := Checkpoint{ID: newID(), Name: opt.Name, Time: start.UTC(), Files: len(entries), Bytes: added, Exclude: opt.Exclude}
+	if len(all) > 0 {
+		c.Seq = all[len(all)-1].Seq + 1
+	}
+	if err := writeManifest(filepath.Join(s.dir, "tmp"), s.manifestPath(c.ID), c, entries); err != nil {
+		return Result{}, fmt.Errorf("checkpoint: write manifest: %w", err)
+	}
+	s.saveIndex(start, next)
+	return Result{Checkpoint: c, Skipped: skipped}, nil
+}

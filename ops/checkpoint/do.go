@@ -1,0 +1,91 @@
+package checkpoint
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/pi-sandbox/pi-sandbox/ops"
+)
+
+// Do runs one operation of ops.CheckpointFS on this machine's files: what
+// the helper and the local backend serve.
+func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
+	if op.Store == "" {
+		return nil, fmt.Errorf("checkpoint: %w: this sandbox has no state directory for checkpoints", ops.ErrUnsupported)
+	}
+	s, err := Open(op.Store)
+	if err != nil {
+		return nil, err
+	}
+	res := &ops.CheckpointResult{}
+	switch op.Op {
+	case ops.CheckpointCreate:
+		r, err := s.Create(op.Root, Options{Name: op.Name, Exclude: op.Exclude})
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint, res.Skipped = info(r.Checkpoint), r.Skipped
+	case ops.CheckpointList:
+		all, err := s.List()
+		if err != nil {
+			return nil, err
+		}
+		res.List = []ops.CheckpointInfo{}
+		for _, c := range all {
+			res.List = append(res.List, *info(c))
+		}
+	case ops.CheckpointRemove:
+		c, err := s.Remove(op.Ref)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint = info(c)
+	case ops.CheckpointRestore:
+		c, pre, err := s.Restore(op.Root, op.Ref)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint, res.Pre, res.Skipped = info(c), info(pre.Checkpoint), pre.Skipped
+	case ops.CheckpointDiff:
+		d, err := s.Changes(op.Root, op.Ref, op.To)
+		if err != nil {
+			return nil, err
+		}
+		fillDiff(res, d)
+		res.Changes = []ops.CheckpointChange{}
+		for _, c := range d.Changes {
+			res.Changes = append(res.Changes, ops.CheckpointChange{Path: c.Path, Status: string(c.Status), What: c.What(), Old: entry(c.Old), New: entry(c.New)})
+		}
+	case ops.CheckpointPatch, ops.CheckpointStat:
+		f := Patch
+		if op.Op == ops.CheckpointStat {
+			f = Stat
+		}
+		d, err := s.WriteDiff(out, op.Root, op.Ref, op.To, f)
+		if err != nil {
+			return nil, err
+		}
+		fillDiff(res, d)
+	default:
+		return nil, fmt.Errorf("checkpoint: %w: operation %q", ops.ErrUnsupported, op.Op)
+	}
+	return res, nil
+}
+
+func fillDiff(res *ops.CheckpointResult, d Diff) {
+	res.From = info(d.From)
+	if d.To != nil {
+		res.To = info(*d.To)
+	}
+}
+
+func info(c Checkpoint) *ops.CheckpointInfo {
+	return &ops.CheckpointInfo{ID: c.ID, Name: c.Name, Time: c.Time, Files: c.Files, Bytes: c.Bytes, Exclude: c.Exclude}
+}
+
+func entry(e *Entry) *ops.CheckpointEntry {
+	if e == nil {
+		return nil
+	}
+	return &ops.CheckpointEntry{Type: e.Type.String(), Mode: e.Mode, Size: e.Size, Link: e.Link}
+}

@@ -1,0 +1,90 @@
+package ops
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// ErrNoCheckpoint: the workspace has no checkpoint yet.
+var ErrNoCheckpoint = errors.New("no checkpoint yet")
+
+// ErrUnknownCheckpoint: an id or name that names no checkpoint of the
+// workspace.
+var ErrUnknownCheckpoint = errors.New("no such checkpoint")
+
+// Checkpoint operations (CheckpointOp.Op).
+const (
+	CheckpointCreate  = "create"
+	CheckpointList    = "list"
+	CheckpointRemove  = "rm"
+	CheckpointDiff    = "diff"    // the changes, in CheckpointResult.Changes
+	CheckpointPatch   = "patch"   // a unified patch, written to out
+	CheckpointStat    = "stat"    // git's --stat, written to out
+	CheckpointRestore = "restore" // Ref; Pre is the checkpoint made first
+)
+
+// CheckpointOp is one operation on a workspace's checkpoint store.
+type CheckpointOp struct {
+	Op    string
+	Store string // the store's directory in the target
+	Root  string // the workspace
+	// Create: the checkpoint's name and glob patterns of paths left out.
+	Name    string
+	Exclude []string
+	// Ref is an id, a unique prefix of one or a name (the newest with it):
+	// what rm and restore take, the diff's FROM ("": the newest).
+	Ref string
+	// To is the diff's TO ("": the workspace as it is).
+	To string
+}
+
+// CheckpointInfo describes a checkpoint.
+type CheckpointInfo struct {
+	ID      string    `json:"id"`
+	Name    string    `json:"name,omitempty"`
+	Time    time.Time `json:"time"`
+	Files   int       `json:"files"`
+	Bytes   int64     `json:"bytes_added"`
+	Exclude []string  `json:"exclude,omitempty"`
+}
+
+// CheckpointEntry is one side of a changed path.
+type CheckpointEntry struct {
+	Type string `json:"type"` // "file", "dir", "symlink"
+	Mode uint32 `json:"mode"`
+	Size int64  `json:"size"`
+	Link string `json:"link,omitempty"`
+}
+
+// CheckpointChange is one changed path: Status is git's letter ("A", "D",
+// "M", "T"); What says what changed ("added", "deleted", "type",
+// "content", "mode", "content+mode", "link").
+type CheckpointChange struct {
+	Path   string           `json:"path"`
+	Status string           `json:"status"`
+	What   string           `json:"what"`
+	Old    *CheckpointEntry `json:"old,omitempty"`
+	New    *CheckpointEntry `json:"new,omitempty"`
+}
+
+// CheckpointResult is what an operation returns.
+type CheckpointResult struct {
+	Checkpoint *CheckpointInfo    // created, removed, restored
+	Pre        *CheckpointInfo    // restore: the workspace before it
+	Skipped    []string           // create: special files not captured
+	List       []CheckpointInfo   // list, oldest first
+	From, To   *CheckpointInfo    // diff (To nil: the workspace)
+	Changes    []CheckpointChange // diff
+}
+
+// CheckpointFS is implemented by backends that checkpoint, compare and
+// restore a workspace where it lives (the helper does the work in the
+// target: no file content crosses for it). A patch or stat goes to out.
+// Failures: ErrNoCheckpoint, ErrUnknownCheckpoint (wrapped), ErrConfig for
+// a bad pattern.
+type CheckpointFS interface {
+	Backend
+	Checkpoint(ctx context.Context, op *CheckpointOp, out io.Writer) (*CheckpointResult, error)
+}
