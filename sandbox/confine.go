@@ -25,7 +25,7 @@ type OutsideRootError = ops.OutsideRootError
 // but their working directory must be under a root.
 //
 // The roots are resolved with b.RealPath first. The optional capabilities of
-// b (grep, find, line counts) are kept, with their paths checked.
+// b are kept, with their paths checked.
 //
 // A backend that confines in the target itself ([ops.Confiner], the
 // helper) does so, race-free; any other gets the check-then-use wrapper.
@@ -230,6 +230,14 @@ func (c *confined) Remove(ctx context.Context, name string) error {
 }
 
 func (c *confined) Run(ctx context.Context, cmd *ops.Cmd) error {
+	if err := c.checkDir(ctx, cmd); err != nil {
+		return err
+	}
+	return c.b.Run(ctx, cmd)
+}
+
+// checkDir requires cmd's directory under a root: a *StartError else.
+func (c *confined) checkDir(ctx context.Context, cmd *ops.Cmd) error {
 	dir := cmd.Dir
 	if dir == "" {
 		dir = c.b.Info().WorkDir
@@ -237,7 +245,7 @@ func (c *confined) Run(ctx context.Context, cmd *ops.Cmd) error {
 	if err := c.check(ctx, dir, false, true); err != nil {
 		return &ops.StartError{Err: err}
 	}
-	return c.b.Run(ctx, cmd)
+	return nil
 }
 
 func (c *confined) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {

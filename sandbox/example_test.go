@@ -1,10 +1,13 @@
 package sandbox_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"log"
+	"net"
 	"os"
 	"path/filepath"
 
@@ -13,9 +16,32 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 )
 
-// A sandbox on a local backend the program opened: the tools read through
-// the confined backend. (Package sandbox/open opens backends by name.)
+// Open a sandbox and call a tool. The backend here is this machine;
+// docker.New, ssh.New and k8s.New make the others (package sandbox/open
+// opens them by name, as the CLI's flags do), and Config adds a policy.
 func Example() {
+	ctx := context.Background()
+	b, err := local.New(ctx, local.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Close()
+	res, err := sb.Call(ctx, "bash", map[string]any{"command": "echo hello from the sandbox"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Print(res.Text())
+	// Output: hello from the sandbox
+}
+
+// A loop runs batches of calls, as a model makes them; the tools work
+// through the confined backend, so a path outside the roots is an error
+// result.
+func ExampleSandbox_NewLoop() {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "example")
 	if err != nil {
@@ -42,7 +68,7 @@ func Example() {
 		{ID: "2", Name: "read", Arguments: json.RawMessage(`{"path":"/etc/passwd"}`)},
 	}, nil)
 	for _, r := range b.Results {
-		fmt.Printf("%v %q\n", r.IsError(), r.Result.Content[0].Text[:22])
+		fmt.Printf("%v %q\n", r.IsError(), r.Result.Text()[:22])
 	}
 	// Output:
 	// false "hello from the sandbox"
@@ -82,9 +108,49 @@ func ExamplePolicy() {
 		{ID: "2", Name: "bash", Arguments: json.RawMessage(`{"command":"echo key=sk-abcd1234"}`)},
 	}, nil)
 	for _, r := range b.Results {
-		fmt.Printf("%q\n", r.Result.Content[0].Text)
+		fmt.Printf("%q\n", r.Result.Text())
 	}
 	// Output:
 	// "Command blocked by policy: no recursive deletes"
 	// "key=[REDACTED]\n"
+}
+
+// Reach a server that a command started inside the sandbox: Dial connects
+// to the target's own 127.0.0.1 (over the helper's stream for a container,
+// a pod or an ssh host), and Forward serves a host listener the same way.
+func ExampleSandbox_Dial() {
+	ctx := context.Background()
+	b, err := local.New(ctx, local.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer sb.Close()
+	// A server in the target (here: this machine).
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		if c, err := srv.Accept(); err == nil {
+			io.WriteString(c, "hello from port 8080\n")
+			c.Close()
+		}
+	}()
+	c, err := sb.Dial(ctx, srv.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	line, _ := bufio.NewReader(c).ReadString('\n')
+	fmt.Print(line)
+	// Forward would serve a host address instead, until ctx ends:
+	//	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	//	err = sb.Forward(ctx, ln, 8080, sandbox.ForwardOptions{})
+
+	// Output: hello from port 8080
 }

@@ -31,8 +31,11 @@ type Policy struct {
 	// Redact names secrets replaced by "[REDACTED]" in every result.
 	Redact RedactPolicy `json:"redact"`
 	// AuditLog is a file that gets one JSON line per call (appended; made
-	// with mode 0600). Empty: no audit log.
+	// with mode 0600), and one per egress proxy connection. Empty: no
+	// audit log.
 	AuditLog string `json:"auditLog,omitempty"`
+	// Network is the egress allow-list (see [NetworkPolicy]).
+	Network NetworkPolicy `json:"network"`
 }
 
 // CommandRules are bash's command policy. A command line is parsed as bash
@@ -158,6 +161,10 @@ func (p *Policy) Merge(q Policy) {
 	if q.AuditLog != "" {
 		p.AuditLog = q.AuditLog
 	}
+	p.Network.Allow = append(p.Network.Allow, q.Network.Allow...)
+	if q.Network.MaxConnections != 0 {
+		p.Network.MaxConnections = q.Network.MaxConnections
+	}
 }
 
 // RegisterFlags adds the policy flags; each has a key in the config file.
@@ -219,7 +226,15 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		p.Redact.Patterns = append(p.Redact.Patterns, v)
 		return nil
 	})
-	fs.StringVar(&p.AuditLog, "audit-log", p.AuditLog, "append one JSON line per tool call to `FILE`")
+	fs.StringVar(&p.AuditLog, "audit-log", p.AuditLog, "append one JSON line per tool call (and egress connection) to `FILE`")
+	fs.Func("allow-host", "let commands reach `PATTERN` through the session's proxy: host, *.domain or IP literal, optional :PORT (repeatable; see docs/network.md)", func(v string) error {
+		if _, err := parseHostRule(v); err != nil {
+			return fmt.Errorf("network allow rule %q: %s", v, err)
+		}
+		p.Network.Allow = append(p.Network.Allow, v)
+		return nil
+	})
+	fs.IntVar(&p.Network.MaxConnections, "max-egress-connections", p.Network.MaxConnections, "at most `N` egress proxy connections open at once (default 256)")
 }
 
 // ToolNames are the tools a sandbox has, the names DenyTools may use.

@@ -1,13 +1,13 @@
 package sandbox
 
 import (
-	"context"
 	"os"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/tools"
 )
 
 // hostEnv returns the KEY=VALUE entries of the host environment that the
@@ -40,68 +40,24 @@ func (e EnvPolicy) setEnv() []string {
 	return out
 }
 
-// withEnv wraps b so every command gets the policy's environment before its
-// own entries (which override it): the allowed host variables and the fixed
-// ones. A backend whose commands start from the host environment
-// ([ops.HostEnvRunner], the local backend) keeps it while Allow is nil (pi's
-// behaviour); once Allow is set its base becomes the allowed host variables
-// alone. The optional capabilities are kept.
-func withEnv(b ops.Backend, e EnvPolicy) ops.Backend {
+// toolOptions sets the policy's environment and output redaction on the
+// bash tool's commands (info is the backend's). Every command gets the
+// allowed host variables and the fixed ones before its own entries (which
+// override them). A backend whose commands start from the host environment
+// (ops.CapHostEnv, the local backend) keeps it while Allow is nil (pi's
+// behaviour); once Allow is set its base becomes the allowed host
+// variables alone. Output is redacted as it streams for the calls the
+// policy's redaction marked ([withStreamRedaction]).
+func toolOptions(info ops.Info, e EnvPolicy) tools.Options {
 	host, set := e.hostEnv(os.Environ()), e.setEnv()
-	if hr, ok := b.(ops.HostEnvRunner); ok {
-		if e.Allow == nil {
-			if len(set) == 0 {
-				return b
-			}
-			return &envBackend{Backend: b, env: set}
-		}
-		return &envBackend{Backend: b, env: set, hr: hr, base: append([]string{}, host...)}
+	opts := tools.Options{Output: redactOutput}
+	switch {
+	case !info.Has(ops.CapHostEnv):
+		opts.Env = append(host, set...)
+	case e.Allow != nil:
+		opts.Env, opts.BaseEnv = set, append([]string{}, host...)
+	default:
+		opts.Env = set
 	}
-	env := append(host, set...)
-	if len(env) == 0 {
-		return b
-	}
-	return &envBackend{Backend: b, env: env}
-}
-
-type envBackend struct {
-	ops.Backend
-	env []string
-	// hr, when set, runs commands with base in place of the host
-	// environment.
-	hr   ops.HostEnvRunner
-	base []string
-}
-
-var (
-	_ ops.GrepFS      = (*envBackend)(nil)
-	_ ops.FindFS      = (*envBackend)(nil)
-	_ ops.LineCountFS = (*envBackend)(nil)
-)
-
-func (e *envBackend) Run(ctx context.Context, cmd *ops.Cmd) error {
-	c := *cmd
-	c.Env = append(append([]string{}, e.env...), cmd.Env...)
-	if e.hr != nil {
-		return e.hr.RunBaseEnv(ctx, &c, e.base)
-	}
-	return e.Backend.Run(ctx, &c)
-}
-
-func (e *envBackend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
-	if g, ok := e.Backend.(ops.GrepFS); ok {
-		return g.Grep(ctx, q, fn)
-	}
-	return ops.ErrUnsupported
-}
-
-func (e *envBackend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) error) error {
-	if f, ok := e.Backend.(ops.FindFS); ok {
-		return f.Find(ctx, q, fn)
-	}
-	return ops.ErrUnsupported
-}
-
-func (e *envBackend) CountLines(ctx context.Context, name string) (int64, int64, error) {
-	return ops.CountLines(ctx, e.Backend, name)
+	return opts
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/pi-sandbox/pi-sandbox/loop"
+	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // compiledPolicy is a Policy ready to run: rules compiled, secrets read.
@@ -13,6 +14,7 @@ type compiledPolicy struct {
 	commands  *commandPolicy
 	denyTools []string
 	redact    *redactor
+	egress    egressRules
 }
 
 // compilePolicy compiles p; lookup reads the secrets' host environment
@@ -36,6 +38,12 @@ func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolic
 		if pat == "" || pat == "*" {
 			return nil, fmt.Errorf("sandbox: policy: env allow entry %q (name the variables)", pat)
 		}
+	}
+	if cp.egress, err = compileHostRules(p.Network.Allow); err != nil {
+		return nil, err
+	}
+	if p.Network.MaxConnections < 0 {
+		return nil, ops.ConfigError("sandbox: policy: network maxConnections %d is negative", p.Network.MaxConnections)
 	}
 	return cp, nil
 }

@@ -311,61 +311,33 @@ func TestEnvAllowList(t *testing.T) {
 	}
 }
 
-// recRunner records the environment of the commands it runs; with host set
-// it is an ops.HostEnvRunner and records the base it was given too.
-type recRunner struct {
-	ops.Backend
-	env, base []string
-	baseSet   bool
-}
-
-func (r *recRunner) Run(_ context.Context, c *ops.Cmd) error { r.env = c.Env; return nil }
-
-type hostRunner struct{ recRunner }
-
-func (r *hostRunner) RunBaseEnv(_ context.Context, c *ops.Cmd, base []string) error {
-	r.env, r.base, r.baseSet = c.Env, base, true
-	return nil
-}
-
+// TestEnvRemoteBackends: the policy's environment as the bash tool's
+// options. A remote backend gets the allowed host variables as entries; a
+// backend whose base is the host's (ops.CapHostEnv) has its base replaced by
+// them once Allow is set, and kept otherwise.
 func TestEnvRemoteBackends(t *testing.T) {
 	t.Setenv("PI_TEST_PASS", "passed")
 	t.Setenv("PI_TEST_HIDDEN", "hidden")
 	e := EnvPolicy{Allow: []string{"PI_TEST_PASS"}, Set: map[string]string{"A": "1"}}
-	ctx := context.Background()
-	cmd := &ops.Cmd{Command: "true", Env: []string{"B=2"}}
+	remote := ops.Info{Backend: "docker"}
+	host := ops.Info{Backend: "local", Capabilities: []string{ops.CapHostEnv}}
 
-	remote := &recRunner{}
-	if err := withEnv(remote, e).Run(ctx, cmd); err != nil {
-		t.Fatal(err)
+	o := toolOptions(remote, e)
+	if got := strings.Join(o.Env, " "); got != "PI_TEST_PASS=passed A=1" || o.BaseEnv != nil {
+		t.Errorf("remote: env %q, base %q (want none)", got, o.BaseEnv)
 	}
-	if got := strings.Join(remote.env, " "); got != "PI_TEST_PASS=passed A=1 B=2" {
-		t.Errorf("remote env: %q", got)
+	if o := toolOptions(remote, EnvPolicy{}); len(o.Env) != 0 || o.BaseEnv != nil {
+		t.Errorf("an empty policy on a remote backend: env %q, base %q", o.Env, o.BaseEnv)
 	}
-	if b := withEnv(remote, EnvPolicy{}); b != ops.Backend(remote) {
-		t.Error("an empty policy wraps a remote backend")
+	o = toolOptions(host, e)
+	if got := strings.Join(o.Env, " "); got != "A=1" || strings.Join(o.BaseEnv, " ") != "PI_TEST_PASS=passed" {
+		t.Errorf("host-env backend: base %q, env %q", o.BaseEnv, got)
 	}
-
-	host := &hostRunner{}
-	if err := withEnv(host, e).Run(ctx, cmd); err != nil {
-		t.Fatal(err)
+	if o := toolOptions(host, EnvPolicy{Allow: []string{}}); o.BaseEnv == nil || len(o.BaseEnv) != 0 {
+		t.Errorf("an empty allow list: base %#v, want empty, not nil", o.BaseEnv)
 	}
-	if got := strings.Join(host.env, " "); !host.baseSet || got != "A=1 B=2" || strings.Join(host.base, " ") != "PI_TEST_PASS=passed" {
-		t.Errorf("host-env backend: base %q (set %v), env %q", host.base, host.baseSet, got)
-	}
-	host = &hostRunner{}
-	if err := withEnv(host, EnvPolicy{Allow: []string{}}).Run(ctx, cmd); err != nil {
-		t.Fatal(err)
-	}
-	if !host.baseSet || len(host.base) != 0 {
-		t.Errorf("an empty allow list: base %q (set %v), want empty", host.base, host.baseSet)
-	}
-	host = &hostRunner{}
-	if err := withEnv(host, EnvPolicy{Set: map[string]string{"A": "1"}}).Run(ctx, cmd); err != nil {
-		t.Fatal(err)
-	}
-	if host.baseSet || strings.Join(host.env, " ") != "A=1 B=2" {
-		t.Errorf("no allow list: the host base was replaced (%v) or env %q", host.baseSet, host.env)
+	if o := toolOptions(host, EnvPolicy{Set: map[string]string{"A": "1"}}); o.BaseEnv != nil || strings.Join(o.Env, " ") != "A=1" {
+		t.Errorf("no allow list: the host base was replaced (%q) or env %q", o.BaseEnv, o.Env)
 	}
 }
 

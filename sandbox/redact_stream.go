@@ -9,8 +9,6 @@ import (
 	"sync"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
 // A command's output is redacted as it streams, before the bash tool cuts
@@ -241,59 +239,31 @@ func hasPrefixPart(b []byte, prefix string) bool {
 	return string(b[:k]) == prefix[:k]
 }
 
-// withOutputRedaction wraps b so that a command run by a call the policy's
-// redaction marked ([withStreamRedaction]) has its output redacted as it
-// streams, before the tool sees it. The optional capabilities are kept.
-func withOutputRedaction(b ops.Backend) ops.Backend {
-	return &redactBackend{Backend: b}
-}
-
-type redactBackend struct{ ops.Backend }
-
-var (
-	_ ops.GrepFS      = (*redactBackend)(nil)
-	_ ops.FindFS      = (*redactBackend)(nil)
-	_ ops.LineCountFS = (*redactBackend)(nil)
-	_ ops.ReplaceFS   = (*redactBackend)(nil)
-)
-
-func (rb *redactBackend) Run(ctx context.Context, cmd *ops.Cmd) error {
+// redactOutput is the bash tool's output filter (tools.Options.Output):
+// under a call the policy's redaction marked ([withStreamRedaction]) the
+// command's output is redacted as it streams, before the tool sees it.
+func redactOutput(ctx context.Context, w io.Writer) io.WriteCloser {
 	r := streamRedaction(ctx)
-	if r == nil || cmd.Output == nil {
-		return rb.Backend.Run(ctx, cmd)
+	if r == nil {
+		return nil
 	}
-	c := *cmd
-	rw := r.writer(cmd.Output)
-	c.Output = rw
-	err := rb.Backend.Run(ctx, &c)
-	if ferr := rw.flush(); err == nil && ferr != nil {
-		err = fmt.Errorf("sandbox: redacting output: %w", ferr)
-	}
-	return err
+	return flushCloser{r.writer(w)}
 }
 
-func (rb *redactBackend) Grep(ctx context.Context, q *ops.GrepQuery, fn func(ops.GrepEvent) error) error {
-	if g, ok := rb.Backend.(ops.GrepFS); ok {
-		return g.Grep(ctx, q, fn)
-	}
-	return ops.ErrUnsupported
-}
+// flushCloser writes the held bytes on Close.
+type flushCloser struct{ *redactWriter }
 
-func (rb *redactBackend) Find(ctx context.Context, q *ops.FindQuery, fn func(string) error) error {
-	if f, ok := rb.Backend.(ops.FindFS); ok {
-		return f.Find(ctx, q, fn)
+func (f flushCloser) Close() error {
+	if err := f.flush(); err != nil {
+		return fmt.Errorf("sandbox: redacting output: %w", err)
 	}
-	return ops.ErrUnsupported
-}
-
-func (rb *redactBackend) CountLines(ctx context.Context, name string) (int64, int64, error) {
-	return ops.CountLines(ctx, rb.Backend, name)
+	return nil
 }
 
 type streamRedactKey struct{}
 
-// withStreamRedaction marks ctx so the sandbox backend redacts the output
-// of the commands run under it (see [withOutputRedaction]).
+// withStreamRedaction marks ctx so the bash tool's filter redacts the
+// output of the commands run under it (see [redactOutput]).
 func withStreamRedaction(ctx context.Context, r *redactor) context.Context {
 	return context.WithValue(ctx, streamRedactKey{}, r)
 }

@@ -17,6 +17,7 @@ type Sandbox struct {
 
 	policy *compiledPolicy
 	audit  *auditLog
+	egress *egress // the session's proxy (egress.go); nil without network rules
 }
 
 // OpenBackend makes a sandbox on a backend the caller opened (any
@@ -35,28 +36,41 @@ func OpenBackend(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, erro
 	return s, err
 }
 
-// newSandbox compiles the policy and wraps b: confinement, then the
-// environment; the audit log opens last.
+// newSandbox compiles the policy, confines b and makes the tools with the
+// policy's options; the audit log opens last.
 func newSandbox(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error) {
 	pol, err := compilePolicy(cfg.Policy, os.LookupEnv)
 	if err != nil {
 		return nil, err
 	}
-	// Confinement first: a backend that confines in the target (the
-	// helper) does it on its own view; the environment wraps that.
+	// A backend that confines in the target (the helper) does it on its
+	// own view; any other gets the check-then-use wrapper.
 	if !cfg.Unconfined {
 		if b, err = Confine(ctx, b, roots(b.Info(), cfg)); err != nil {
 			return nil, err
 		}
 	}
-	// Streamed output is redacted before any tool cuts a window of it.
-	b = withOutputRedaction(withEnv(b, cfg.Policy.Env))
-	s := &Sandbox{backend: b, tools: tools.All(b), policy: pol}
+	s := &Sandbox{backend: b, policy: pol}
 	if cfg.Policy.AuditLog != "" {
 		if s.audit, err = openAudit(cfg.Policy.AuditLog, pol.redact); err != nil {
 			return nil, err
 		}
 	}
+	// The policy's environment and redaction are settings of the bash
+	// tool's commands: the tools call b itself, with all it offers.
+	// Streamed output is redacted before the tool cuts a window of it.
+	// With network rules the commands also get the session's proxy.
+	opts := toolOptions(b.Info(), cfg.Policy.Env)
+	if len(pol.egress) > 0 {
+		if s.egress, err = startEgress(ctx, b, pol.egress, cfg.Policy.Network.MaxConnections, s.audit); err != nil {
+			if s.audit != nil {
+				s.audit.close()
+			}
+			return nil, err
+		}
+		opts.Env = append(opts.Env, s.egress.env...)
+	}
+	s.tools = tools.AllWith(b, opts)
 	return s, nil
 }
 
@@ -77,8 +91,9 @@ func roots(info ops.Info, cfg Config) []Root {
 }
 
 // Backend is the backend the tools use: the one the sandbox was opened on,
-// with the policy's environment and (unless Config.Unconfined) confinement
-// applied. Closing it closes the sandbox's backend.
+// confined unless Config.Unconfined. The policy's environment and
+// redaction are the bash tool's, not applied to its commands. Closing it
+// closes the sandbox's backend.
 func (s *Sandbox) Backend() ops.Backend { return s.backend }
 
 // Tools returns the seven tools on Backend, in a new slice.
@@ -99,8 +114,10 @@ func (s *Sandbox) NewLoop(opts ...loop.Option) (*loop.Loop, error) {
 	return loop.New(s.Tools(), append(s.LoopOptions(), opts...)...)
 }
 
-// Close closes the backend and the audit log.
+// Close closes the egress proxy (its port in the target and every
+// connection through it), the backend and the audit log.
 func (s *Sandbox) Close() error {
+	s.egress.close()
 	err := s.backend.Close()
 	if s.audit != nil {
 		err = errors.Join(err, s.audit.close())

@@ -13,7 +13,9 @@ import (
 // confinement and policy. The zero value is the local backend in the current
 // directory.
 type Config struct {
-	// Backend is "local" (the zero value), "docker", "ssh" or "k8s".
+	// Backend is "local", "docker", "ssh" or "k8s". Zero: docker when
+	// Docker.Image, Docker.Container or Docker.Mounts is set, else local
+	// ([Config.BackendName]).
 	Backend string
 	// WorkDir is a path on the target. Zero: local, the current directory;
 	// docker, /workspace (or the container's working directory with
@@ -36,6 +38,12 @@ type Config struct {
 	SSH    SSHConfig
 	K8s    K8sConfig
 
+	// Note, when set, receives what the person who opens the sandbox
+	// should know about its configuration, such as a root-owned mount
+	// the default user cannot write to and what to do (a CLI prints it on
+	// stderr).
+	Note func(string)
+
 	// Config is the confinement and policy (--unconfined, --allow-root,
 	// --read-only-root, the policy flags and --config FILE).
 	sandbox.Config
@@ -46,8 +54,10 @@ type DockerConfig struct {
 	Image     string   // --image: an ephemeral hardened container, removed afterwards
 	Container string   // --container: an existing container, used as it is
 	Mounts    []string // --mount HOST:TARGET[:ro], for --image
-	User      string   // --user UID:GID
-	Runtime   string   // --runtime NAME: the engine's OCI runtime for --image (runsc: gVisor)
+	// --user UID[:GID] or NAME[:GROUP]. Zero with Image: the owner of the
+	// first mount's source (when not root), else 1000:1000.
+	User    string
+	Runtime string // --runtime NAME: the engine's OCI runtime for --image (runsc: gVisor)
 }
 
 // K8sConfig holds the k8s backend's flags. The command line's --image,
@@ -62,7 +72,7 @@ type K8sConfig struct {
 	Container  string   // --k8s-container NAME: the container of a multi-container pod
 	Image      string   // an ephemeral hardened pod from this image, deleted afterwards (--image)
 	Mounts     []string // hostPath volumes HOST:TARGET[:ro] for Image (--mount)
-	User       string   // UID:GID of an Image pod (--user)
+	User       string   // UID[:GID] of an Image pod (--user; zero: as for docker when the node is this host)
 }
 
 // k8s returns c.K8s with the shared docker flags filled in.
@@ -87,28 +97,44 @@ type SSHConfig struct {
 	KnownHosts string // --known-hosts FILE
 }
 
-// RegisterFlags adds the backend flags shared by every command.
+// BackendName is the backend c selects: Backend, or when it is empty
+// "docker" if Docker.Image, Docker.Container or Docker.Mounts is set, and
+// "local" otherwise. Open and the CLI's flags resolve an empty Backend
+// through it.
+func (c *Config) BackendName() string {
+	switch {
+	case c.Backend != "":
+		return c.Backend
+	case c.Docker.Image != "" || c.Docker.Container != "" || len(c.Docker.Mounts) > 0:
+		return "docker"
+	}
+	return "local"
+}
+
+// RegisterFlags adds the backend flags shared by every command. --backend
+// is empty unless given, so that [Config.BackendName] can tell docker
+// flags without it.
 func (c *Config) RegisterFlags(fs *flag.FlagSet) {
-	fs.StringVar(&c.Backend, "backend", "local", "backend: local, docker, ssh or k8s")
-	fs.StringVar(&c.WorkDir, "workdir", "", "working directory on the target (default: local, the current directory; docker and k8s, /workspace; ssh, the remote home)")
-	fs.IntVar(&c.MaxBackground, "max-background", 0, "at most N background process groups (commands' leftovers kept running; default 64)")
+	fs.StringVar(&c.Backend, "backend", "", "`BACKEND`: local, docker, ssh or k8s (default local; docker when --image, --container or --mount is given)")
+	fs.StringVar(&c.WorkDir, "workdir", "", "working `DIR` on the target (default: local, the current directory; docker and k8s, /workspace; ssh, the remote home)")
+	fs.IntVar(&c.MaxBackground, "max-background", 0, "at most `N` background process groups (commands' leftovers kept running; default 64)")
 	fs.BoolVar(&c.NoHelper, "no-helper", false, "run without the helper (pi-sandbox-shim): one exec, ssh session or local call per operation; without the binary a process that calls setsid itself survives a kill")
-	fs.StringVar(&c.Docker.Image, "image", "", "docker, k8s: run an ephemeral hardened container (pod) from this image")
-	fs.StringVar(&c.Docker.Container, "container", "", "docker: use this existing container")
-	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker, k8s: bind mount (k8s: hostPath) HOST:TARGET[:ro] (repeatable, with --image)")
-	fs.StringVar(&c.Docker.User, "user", "", "docker, k8s: run as UID:GID")
-	fs.StringVar(&c.Docker.Runtime, "runtime", "", "docker: the engine's OCI runtime for --image, e.g. runsc (gVisor; see `make runtimes`)")
-	fs.StringVar(&c.SSH.Host, "host", "", "ssh: [user@]host[:port] or an alias from ~/.ssh/config")
-	fs.StringVar(&c.SSH.Identity, "identity", "", "ssh: private key file")
-	fs.StringVar(&c.SSH.KnownHosts, "known-hosts", "", "ssh: known_hosts file (default ~/.ssh/known_hosts)")
-	fs.StringVar(&c.K8s.Kubeconfig, "kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(&c.K8s.Context, "context", "", "k8s: kubeconfig context (default its current context)")
-	fs.StringVar(&c.K8s.Namespace, "namespace", "", "k8s: namespace (default the context's, else default)")
-	fs.StringVar(&c.K8s.Pod, "pod", "", "k8s: use this existing pod")
-	fs.StringVar(&c.K8s.Container, "k8s-container", "", "k8s: the container of a multi-container --pod")
+	fs.StringVar(&c.Docker.Image, "image", "", "docker, k8s: run an ephemeral hardened container (pod) from `IMAGE`")
+	fs.StringVar(&c.Docker.Container, "container", "", "docker: use the existing container `ID`")
+	fs.Var((*listFlag)(&c.Docker.Mounts), "mount", "docker, k8s: bind mount (k8s: hostPath) `HOST:TARGET[:ro]` (repeatable, with --image)")
+	fs.StringVar(&c.Docker.User, "user", "", "docker, k8s: run as `UID:GID` or NAME[:GROUP] (default: the first mount's owner, else 1000:1000)")
+	fs.StringVar(&c.Docker.Runtime, "runtime", "", "docker: the engine's OCI `RUNTIME` for --image, e.g. runsc (gVisor: make runtimes installs it)")
+	fs.StringVar(&c.SSH.Host, "host", "", "ssh: `HOST` as [user@]host[:port] or an alias from ~/.ssh/config")
+	fs.StringVar(&c.SSH.Identity, "identity", "", "ssh: private key `FILE`")
+	fs.StringVar(&c.SSH.KnownHosts, "known-hosts", "", "ssh: known_hosts `FILE` (default ~/.ssh/known_hosts)")
+	fs.StringVar(&c.K8s.Kubeconfig, "kubeconfig", "", "k8s: kubeconfig `FILE` (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&c.K8s.Context, "context", "", "k8s: kubeconfig context `NAME` (default its current context)")
+	fs.StringVar(&c.K8s.Namespace, "namespace", "", "k8s: namespace `NS` (default the context's, else default)")
+	fs.StringVar(&c.K8s.Pod, "pod", "", "k8s: use the existing pod `NAME`")
+	fs.StringVar(&c.K8s.Container, "k8s-container", "", "k8s: the container `NAME` of a multi-container --pod")
 	fs.BoolVar(&c.Unconfined, "unconfined", false, "turn path confinement off (file tools may touch any path)")
-	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under DIR too (repeatable)")
-	fs.Var((*listFlag)(&c.ReadOnlyRoots), "read-only-root", "allow file tools to read under DIR (repeatable)")
+	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under `DIR` too (repeatable)")
+	fs.Var((*listFlag)(&c.ReadOnlyRoots), "read-only-root", "allow file tools to read under `DIR` (repeatable)")
 	c.Policy.RegisterFlags(fs)
 }
 
@@ -139,6 +165,7 @@ func (c *Config) Validate() error {
 		if c.Docker.Runtime != "" && c.Docker.Image == "" {
 			return errors.New("open: --runtime needs --image (a container keeps the runtime it was created with)")
 		}
+		return checkDocker(*c)
 	case "ssh":
 		if c.SSH.Host == "" {
 			return errors.New("open: --backend ssh needs --host")
@@ -163,6 +190,7 @@ func (c *Config) Validate() error {
 		case k.Container != "" && k.Pod == "":
 			return errors.New("open: --k8s-container needs --pod")
 		}
+		return checkK8s(*c)
 	default:
 		return fmt.Errorf("open: unknown backend %q (want local, docker, ssh or k8s)", c.Backend)
 	}

@@ -28,6 +28,7 @@ func dockerConfig(cfg Config) (docker.Config, error) {
 		Runtime:       cfg.Docker.Runtime,
 		MaxBackground: cfg.MaxBackground,
 		NoHelper:      cfg.NoHelper,
+		Note:          cfg.Note,
 	}
 	for _, m := range cfg.Docker.Mounts {
 		pm, err := docker.ParseMount(m)

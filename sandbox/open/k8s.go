@@ -2,6 +2,7 @@ package open
 
 import (
 	"context"
+	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
@@ -34,6 +35,9 @@ func K8sBackendConfig(cfg Config) (k8s.Config, error) {
 		WorkDir:       cfg.WorkDir,
 		MaxBackground: cfg.MaxBackground,
 		NoHelper:      cfg.NoHelper,
+		Note:          cfg.Note,
+		// An explicit uid 0 is the relaxation that runs the pod as root.
+		AllowRoot: strings.HasPrefix(k.User, "0:") || k.User == "0",
 	}
 	for _, m := range k.Mounts {
 		pm, err := k8s.ParseMount(m)

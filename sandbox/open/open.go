@@ -16,6 +16,7 @@ import (
 // Open opens the backend cfg names and makes a sandbox on it
 // ([sandbox.OpenBackend] with cfg.Config).
 func Open(ctx context.Context, cfg Config) (*sandbox.Sandbox, error) {
+	cfg.Backend = cfg.BackendName()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
-	"github.com/pi-sandbox/pi-sandbox/sandbox/open"
 )
 
 // Container is a running pi-sandbox container. It embeds
@@ -135,16 +134,16 @@ func applyHostConfig(h, profile *container.HostConfig) {
 // writable /workspace (or WithWorkDir's), the user the profile's, with the
 // policy of WithPolicy. Close it before terminating the container.
 func (c *Container) Sandbox(ctx context.Context) (*sandbox.Sandbox, error) {
-	cfg := open.Config{
-		WorkDir: c.workDir,
-		Docker:  open.DockerConfig{User: c.user},
-		Config:  sandbox.Config{Policy: c.policy},
-	}
-	if c.sbConfig != nil {
-		c.sbConfig(&cfg.Config)
-	}
-	sb, err := open.Container(ctx, c.GetContainerID(), cfg)
+	b, err := docker.New(ctx, docker.Config{Container: c.GetContainerID(), WorkDir: c.workDir, User: c.user})
 	if err != nil {
+		return nil, fmt.Errorf("tcsandbox: %w", err)
+	}
+	cfg := sandbox.Config{Policy: c.policy}
+	if c.sbConfig != nil {
+		c.sbConfig(&cfg)
+	}
+	sb, err := sandbox.OpenBackend(ctx, b, cfg)
+	if err != nil { // OpenBackend closed b
 		return nil, fmt.Errorf("tcsandbox: %w", err)
 	}
 	return sb, nil
