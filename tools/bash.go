@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"math"
 	"strconv"
@@ -56,6 +57,7 @@ type bashTool struct {
 	spillCap int64
 	// spillTotal bounds the sandbox's saved outputs (savedout.Total).
 	spillTotal int64
+	opts       Options
 }
 
 // NewBash returns pi's bash tool. Commands run through r in info.WorkDir,
@@ -81,7 +83,11 @@ type bashTool struct {
 //   - The shell's run time in the timeout sentence for background writers
 //     is printed with one decimal ("after 0.0 seconds").
 func NewBash(r ops.Runner, fsys ops.FS, info ops.Info) loop.Tool {
-	return &bashTool{r: r, fsys: fsys, info: info, spillCap: defaultSpillCap, spillTotal: savedout.Total(info)}
+	return newBash(r, fsys, info, Options{})
+}
+
+func newBash(r ops.Runner, fsys ops.FS, info ops.Info, opts Options) *bashTool {
+	return &bashTool{r: r, fsys: fsys, info: info, spillCap: defaultSpillCap, spillTotal: savedout.Total(info), opts: opts}
 }
 
 func (t *bashTool) Name() string                { return "bash" }
@@ -115,14 +121,16 @@ func (t *bashTool) Execute(ctx context.Context, _ string, args map[string]any, u
 		}
 		return startSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap, t.spillTotal)
 	})
-	if _, ok := t.r.(ops.SpillRunner); ok && t.fsys != nil {
+	// A filtered output is saved as the tool sees it, so from the tool.
+	filter := t.opts.filter(ctx, s)
+	if _, ok := t.r.(ops.SpillRunner); ok && t.fsys != nil && filter == nil {
 		target = newTargetSpill(ctx, t.fsys, t.info.SpillDir, t.spillCap, t.spillTotal)
 	}
 	if update != nil {
 		update(&loop.Result{Content: []loop.Content{}})
 	}
 	start := time.Now()
-	timeoutText, ran, err := t.run(ctx, command, args["timeout"], s, &target)
+	timeoutText, ran, err := t.run(ctx, command, args["timeout"], s, filter, &target)
 	snap, full := s.finish()
 	wall := time.Since(start)
 	if !ran && !errors.Is(err, ops.ErrCanceled) {
@@ -176,7 +184,7 @@ func (t *bashTool) Execute(ctx context.Context, _ string, args map[string]any, u
 // run validates the call like pi's local operations (§8.2: timeout, abort,
 // working directory) and runs the command. It returns the timeout as the
 // caller wrote it, for the timeout message, and whether the command ran.
-func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *bashStream, target **targetSpill) (string, bool, error) {
+func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *bashStream, filter io.WriteCloser, target **targetSpill) (string, bool, error) {
 	limit, timeoutText, err := parseTimeout(rawTimeout)
 	if err != nil {
 		return "", false, err
@@ -203,8 +211,15 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 		Command: command,
 		Dir:     cwd,
 		Env:     bashEnv,
+		BaseEnv: t.opts.BaseEnv,
 		Output:  s,
 		Timeout: limit,
+	}
+	if len(t.opts.Env) > 0 {
+		cmd.Env = append(append([]string{}, t.opts.Env...), bashEnv...)
+	}
+	if filter != nil {
+		cmd.Output = filter
 	}
 	if *target != nil {
 		err = t.r.(ops.SpillRunner).RunSpill(ctx, cmd, (*target).s)
@@ -215,6 +230,11 @@ func (t *bashTool) run(ctx context.Context, command string, rawTimeout any, s *b
 		}
 	} else {
 		err = t.r.Run(ctx, cmd)
+	}
+	if filter != nil {
+		if cerr := filter.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
 	}
 	if t.startedWithoutDir(ctx, err, cwd) {
 		return timeoutText, false, missingWorkDir(cwd, err)
@@ -232,9 +252,10 @@ func (t *bashTool) startedWithoutDir(ctx context.Context, err error, cwd string)
 		return false
 	}
 	var pe *fs.PathError
-	if errors.As(se.Err, &pe) && pe.Op == "stat" && pe.Path == cwd && checksDir(t.r) {
-		// The runner's own check of the directory, in place of the Stat
-		// run skipped: any failure of it is a missing directory, as there.
+	if errors.As(se.Err, &pe) && (pe.Op == "stat" || pe.Op == "confine") && pe.Path == cwd && checksDir(t.r) {
+		// The runner's own check of the directory (or a confinement's),
+		// in place of the Stat run skipped: any failure of it is a missing
+		// directory, as there.
 		return true
 	}
 	if !errors.Is(se.Err, fs.ErrNotExist) {

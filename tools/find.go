@@ -32,7 +32,10 @@ type findTool struct {
 // system). Texts follow pi's fd path: "<L> results limit reached. Use
 // limit=<2L> for more, or refine pattern"; fd's error texts for a search
 // path that is not a directory and for an invalid glob; "Path not found:
-// <abs>" for a missing one.
+// <abs>" for a missing one. When the count limit was reached and the 50 KB
+// cap cut the output too, a larger limit would show no more: the count
+// notice then has no "Use limit" hint (pi's text on its glob path) and
+// byteCapAdvice says what would help. The byte cap alone keeps pi's text.
 func NewFind(fsys ops.FS, info ops.Info) loop.Tool { return &findTool{fsys: fsys, info: info} }
 
 func (*findTool) Name() string                { return "find" }
@@ -114,11 +117,18 @@ func (t *findTool) find(ctx context.Context, a *findArgs) (*loop.Result, error) 
 	var d findDetails
 	var notices []string
 	if limitReached {
-		notices = append(notices, strconv.Itoa(limit)+" results limit reached. Use limit="+strconv.Itoa(limit*2)+" for more, or refine pattern")
+		n := strconv.Itoa(limit) + " results limit reached"
+		if !tr.Truncated {
+			n += ". Use limit=" + strconv.Itoa(limit*2) + " for more, or refine pattern"
+		}
+		notices = append(notices, n)
 		d.ResultLimitReached = limit
 	}
 	if tr.Truncated {
 		notices = append(notices, formatSize(defaultMaxBytes)+" limit reached")
+		if limitReached {
+			notices = append(notices, byteCapAdvice(tr.OutputLines, "results", "refine pattern or narrow path"))
+		}
 		d.Truncation = &tr
 	}
 	if len(notices) == 0 {
@@ -126,4 +136,12 @@ func (t *findTool) find(ctx context.Context, a *findArgs) (*loop.Result, error) 
 	}
 	out += "\n\n[" + strings.Join(notices, ". ") + "]"
 	return loop.TextResult(out, &d), nil
+}
+
+// byteCapAdvice is the notice added after pi's "50.0KB limit reached" by
+// find, grep and ls when the count limit was reached too: the byte cap cut
+// the output before the count did, so a larger limit shows no more; what
+// helps instead is what.
+func byteCapAdvice(shown int, noun, what string) string {
+	return "Only the first " + strconv.Itoa(shown) + " " + noun + " fit: a larger limit shows no more, " + what
 }

@@ -47,7 +47,9 @@ type grepTool struct {
 // backend, "regex parse error: <detail>" with Go's description of the
 // problem, e.g. "regex parse error: missing closing ): `(foo`" (ripgrep's own
 // text is a multi-line diagram). An invalid glob fails with ripgrep's text,
-// "error parsing glob '<glob>': <detail>".
+// "error parsing glob '<glob>': <detail>". When the match limit was
+// reached and the 50 KB cap cut the output too, the match-limit notice has no "Use limit" hint and byteCapAdvice
+// follows pi's "50.0KB limit reached".
 func NewGrep(fsys ops.FS, info ops.Info) loop.Tool { return &grepTool{fsys: fsys, info: info} }
 
 func (*grepTool) Name() string                { return "grep" }
@@ -184,11 +186,19 @@ func (t *grepTool) grep(ctx context.Context, a *grepArgs) (*loop.Result, error) 
 	var d grepDetails
 	var notices []string
 	if limitReached {
-		notices = append(notices, strconv.Itoa(limit)+" matches limit reached. Use limit="+strconv.Itoa(limit*2)+" for more, or refine pattern")
+		n := strconv.Itoa(limit) + " matches limit reached"
+		if !tr.Truncated {
+			// pi's hint, unless the byte cap cut the output.
+			n += ". Use limit=" + strconv.Itoa(limit*2) + " for more, or refine pattern"
+		}
+		notices = append(notices, n)
 		d.MatchLimitReached = limit
 	}
 	if tr.Truncated {
 		notices = append(notices, formatSize(defaultMaxBytes)+" limit reached")
+		if limitReached {
+			notices = append(notices, byteCapAdvice(tr.OutputLines, "lines", "refine pattern or narrow path or glob"))
+		}
 		d.Truncation = &tr
 	}
 	if linesTruncated {

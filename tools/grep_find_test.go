@@ -132,7 +132,9 @@ func TestGrepToolTruncation(t *testing.T) {
 	if !strings.HasPrefix(text, line+"\n") {
 		t.Fatalf("first line: %q", text[:200])
 	}
-	const notice = "\n\n[120 matches limit reached. Use limit=240 for more, or refine pattern. 50.0KB limit reached. Some lines truncated to 500 chars. Use read tool to see full lines]"
+	// The byte cap cut the output: pi's count notice loses its "Use limit"
+	// hint, and the advice says what helps.
+	const notice = "\n\n[120 matches limit reached. 50.0KB limit reached. Only the first 50 lines fit: a larger limit shows no more, refine pattern or narrow path or glob. Some lines truncated to 500 chars. Use read tool to see full lines]"
 	if !strings.HasSuffix(text, notice) {
 		t.Fatalf("notice: %q", text[len(text)-300:])
 	}
@@ -220,8 +222,29 @@ func TestFindToolByteTruncation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	const advice = "Only the first 517 results fit: a larger limit shows no more, refine pattern or narrow path]"
+	// The byte cap alone: pi's text.
 	if !strings.HasSuffix(text, "\n\n[50.0KB limit reached]") || !strings.Contains(details, `"truncatedBy":"bytes"`) ||
 		strings.Contains(details, "resultLimitReached") {
-		t.Fatalf("text tail %q details %s", text[len(text)-80:], details)
+		t.Fatalf("text tail %q details %.200s", text[len(text)-80:], details)
+	}
+	// Both caps: no "Use limit" hint but the advice; above the count, pi's text.
+	for _, limit := range []int{550, 1100} {
+		text, details, err = execTool(t, NewFind(m, m.Info()), map[string]any{"pattern": "*.txt", "limit": limit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "\n\n[50.0KB limit reached]"
+		if limit < 600 {
+			want = "\n\n[550 results limit reached. 50.0KB limit reached. " + advice
+		}
+		if !strings.HasSuffix(text, want) || strings.Contains(text, "Use limit") {
+			t.Errorf("limit %d: text tail %q details %.80s", limit, text[len(text)-160:], details)
+		}
+	}
+	// The count alone: pi's text.
+	text, _, err = execTool(t, NewFind(m, m.Info()), map[string]any{"pattern": "*.txt", "limit": 3})
+	if err != nil || !strings.HasSuffix(text, "0002.txt\n\n[3 results limit reached. Use limit=6 for more, or refine pattern]") {
+		t.Errorf("count notice: %q, %v", text, err)
 	}
 }

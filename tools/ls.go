@@ -38,7 +38,9 @@ type lsTool struct {
 	info ops.Info
 }
 
-// NewLs returns pi's ls tool on fsys.
+// NewLs returns pi's ls tool on fsys. When the entry limit was reached
+// and the 50 KB cap cut the listing too, the entry-limit notice has no "Use limit" hint and byteCapAdvice follows
+// pi's "50.0KB limit reached".
 func NewLs(fsys ops.FS, info ops.Info) loop.Tool { return &lsTool{fsys: fsys, info: info} }
 
 func (*lsTool) Name() string                { return "ls" }
@@ -188,11 +190,19 @@ func (t *lsTool) collect(ctx context.Context, dir string, names []string, limit 
 	details := map[string]any{}
 	var notices []string
 	if limitReached {
-		notices = append(notices, strconv.Itoa(limit)+" entries limit reached. Use limit="+strconv.Itoa(2*limit)+" for more")
+		n := strconv.Itoa(limit) + " entries limit reached"
+		if !tr.Truncated {
+			// pi's hint, unless the byte cap cut the output.
+			n += ". Use limit=" + strconv.Itoa(2*limit) + " for more"
+		}
+		notices = append(notices, n)
 		details["entryLimitReached"] = limit
 	}
 	if tr.Truncated {
 		notices = append(notices, formatSize(defaultMaxBytes)+" limit reached")
+		if limitReached {
+			notices = append(notices, byteCapAdvice(tr.OutputLines, "entries", "use find with a pattern or bash for the rest"))
+		}
 		details["truncation"] = tr
 	}
 	if len(notices) > 0 {

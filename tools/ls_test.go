@@ -68,7 +68,7 @@ func TestLsGolden(t *testing.T) {
 			t.Errorf("default limit: %s", trunc(text))
 		}
 		text, details, _, _ = call(t, ctx, ls, `{"path":"wide","limit":550}`)
-		if !strings.HasSuffix(text, "\n\n[550 entries limit reached. Use limit=1100 for more. 50.0KB limit reached]") ||
+		if !strings.HasSuffix(text, "\n\n[550 entries limit reached. 50.0KB limit reached. Only the first 512 entries fit: a larger limit shows no more, use find with a pattern or bash for the rest]") ||
 			!strings.HasPrefix(details, `{"entryLimitReached":550,"truncation":{`) {
 			t.Errorf("both notices: %s %s", trunc(text), trunc(details))
 		}
