@@ -13,13 +13,39 @@ func init() {
 	register("batch", &command{summary: "run a JSON array of tool calls from stdin, print events", run: runBatch})
 }
 
-// runBatch is `pi-sandbox batch [flags] [--sequential]`: stdin holds a JSON
-// array of {"id","name","arguments"}; stdout gets the events as JSON lines
-// , tool_execution_end in completion order and the tool-result
-// messages in source order. Exit 1 when a call hit a transport failure.
+// batchUsage is the synopsis, the input and the events `batch -h` states.
+const batchUsage = `[flags] [--sequential] [--results] < calls.json
+
+Runs the tool calls on stdin as one batch of a model's turn, as pi does:
+in parallel unless --sequential (or a sequential tool) says otherwise.
+
+Input: one JSON array of calls, each {"id","name","arguments"}; a call
+without an id gets call_1, call_2, … by its position:
+  [{"id":"a","name":"bash","arguments":{"command":"ls"}},
+   {"name":"read","arguments":{"path":"go.mod","limit":5}}]
+
+Output: pi's event stream, one JSON object per line:
+  tool_execution_start   a call starts (every call, first)
+    {"type":"tool_execution_start","toolCallId":"a","toolName":"bash","args":{"command":"ls"}}
+  tool_execution_update  a running call's output so far (bash)
+    {"type":"tool_execution_update","toolCallId":"a","toolName":"bash","args":{…},"partialResult":{"content":[…]}}
+  tool_execution_end     a call finished, in completion order
+    {"type":"tool_execution_end","toolCallId":"a","toolName":"bash","result":{"content":[…],"isError":false},"isError":false,"durationMs":12}
+  message_start, message_end   the tool-result messages, in call order
+    {"type":"message_start","message":{"role":"toolResult","toolCallId":"a","toolName":"bash","content":[…],"isError":false}}
+    {"type":"message_end","message":{"role":"toolResult","toolCallId":"a",…,"durationMs":12}}
+With --results, instead, one line per call as it finishes:
+    {"id":"a","name":"bash","result":{"content":[…],"isError":false}}
+
+Exit status: 0 when every call produced a result (error results too), 1
+when a call hit a backend failure (named on stderr), 2 for usage or a
+configuration the engine refuses.`
+
+// runBatch is `pi-sandbox batch [flags] [--sequential] [--results]`.
 func runBatch(ctx context.Context, args []string, io stdio) int {
-	f := newFlags("batch", "[flags] [--sequential] < calls.json", io)
+	f := newFlags("batch", batchUsage, io)
 	seq := f.Bool("sequential", false, "run the calls one at a time")
+	results := f.Bool("results", false, "print one {\"id\",\"name\",\"result\"} line per finished call instead of the events")
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
@@ -32,18 +58,9 @@ func runBatch(ctx context.Context, args []string, io stdio) int {
 		fmt.Fprintf(io.err, "pi-sandbox batch: read stdin: %v\n", err)
 		return 1
 	}
-	var calls []loop.ToolCall
-	dec := json.NewDecoder(bytes.NewReader(in))
-	if err := dec.Decode(&calls); err != nil {
-		return f.usageError("stdin must be a JSON array of {\"id\",\"name\",\"arguments\"}: %v", err)
-	}
-	if dec.More() {
-		return f.usageError("stdin holds more than one JSON value")
-	}
-	for i, c := range calls {
-		if c.Name == "" {
-			return f.usageError("call %d has no name", i)
-		}
+	calls, err := decodeCalls(in)
+	if err != nil {
+		return f.usageError("%v", err)
 	}
 
 	var opts []loop.Option
@@ -56,17 +73,43 @@ func runBatch(ctx context.Context, args []string, io stdio) int {
 	}
 	defer closeFn()
 	w := newEventWriter(io.out)
-	b := l.RunBatch(ctx, nil, calls, w.emit)
+	emit := w.emit
+	if *results {
+		emit = w.emitResult
+	}
+	b := l.RunBatch(ctx, nil, calls, emit)
 	if w.err != nil {
 		fmt.Fprintf(io.err, "pi-sandbox batch: write: %v\n", w.err)
 		return 1
 	}
 	code = 0
 	for _, r := range b.Results {
-		if transportFailure(r.Result) {
+		if c, failed := noResult(r.Result); failed {
 			fmt.Fprintf(io.err, "pi-sandbox batch: %s: %v\n", r.ToolCallID, r.Result.Err)
-			code = 1
+			code = max(code, c)
 		}
 	}
 	return code
+}
+
+// decodeCalls reads the batch's input: one JSON array of calls, each with a
+// name; a call without an id gets call_N, N its position from 1.
+func decodeCalls(in []byte) ([]loop.ToolCall, error) {
+	var calls []loop.ToolCall
+	dec := json.NewDecoder(bytes.NewReader(in))
+	if err := dec.Decode(&calls); err != nil {
+		return nil, fmt.Errorf("stdin must be a JSON array of {\"id\",\"name\",\"arguments\"}: %w", err)
+	}
+	if dec.More() {
+		return nil, fmt.Errorf("stdin holds more than one JSON value")
+	}
+	for i, c := range calls {
+		if c.Name == "" {
+			return nil, fmt.Errorf("call %d has no name", i)
+		}
+		if c.ID == "" {
+			calls[i].ID = fmt.Sprintf("call_%d", i+1)
+		}
+	}
+	return calls, nil
 }

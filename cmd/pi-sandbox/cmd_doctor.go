@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"sort"
 	"strings"
@@ -78,24 +79,37 @@ func (e *doctorEnv) close() {
 	}
 }
 
-// runDoctor is `pi-sandbox doctor`: one line per check; exit 1 when one
-// failed.
+// runDoctor is `pi-sandbox doctor [--backend k8s ...]`: one line per
+// check; exit 1 when one failed.
 func runDoctor(ctx context.Context, args []string, io stdio) int {
-	if len(args) > 0 && strings.HasPrefix(strings.TrimLeft(args[0], "-"), "backend") {
-		return doctorK8s(ctx, args, io)
+	f := newFlagSet("doctor", "[flags]", io)
+	f.about = "Checks what pi-sandbox needs and prints one line per check (ok, warn or FAIL); exits 1\nwhen a check failed. Docker (the default): the engine, gVisor and the other runtimes,\nthe images, sshd and the helper binary. --backend k8s: the cluster, the permissions, a\ntest pod from --image, and the helper binary."
+	var kf k8sFlags
+	kf.register(f.FlagSet)
+	image := f.String("image", "pi-sandbox/debian", "k8s: the `IMAGE` of the test pod")
+	rest, code, ok := f.parse(args)
+	if !ok {
+		return code
 	}
-	if len(args) > 0 {
-		fmt.Fprintln(io.err, "usage: pi-sandbox doctor [--backend k8s ...]")
-		if args[0] == "-h" || args[0] == "--help" {
-			return 0
-		}
-		return 2
+	if len(rest) != 0 {
+		return f.usageError("takes no arguments")
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
+	}
+	if kf.backend == "k8s" {
+		return doctorK8s(ctx, &kf, *image, io)
+	}
+	imageSet := false
+	f.Visit(func(fl *flag.Flag) { imageSet = imageSet || fl.Name == "image" })
+	if imageSet {
+		return f.usageError("--image needs --backend k8s")
 	}
 	env := &doctorEnv{}
 	defer env.close()
 	checks := append([]doctorCheck(nil), doctorChecks...)
 	sort.SliceStable(checks, func(i, j int) bool { return checks[i].order < checks[j].order })
-	code := 0
+	code = 0
 	for _, c := range checks {
 		detail, err := c.run(ctx, env)
 		var w *doctorWarning
@@ -147,16 +161,38 @@ func checkImages(ctx context.Context, env *doctorEnv) (string, error) {
 func checkShim(ctx context.Context, env *doctorEnv) (string, error) {
 	// No usable binary fails every docker, ssh and k8s session (the same
 	// error they give): a failure here, not a warning.
-	p, err := shim.HostBinary()
+	bins, err := shim.FindBinaries("")
 	if err != nil {
 		return "", err
 	}
-	arch := "amd64"
-	if _, err := env.docker(ctx); err == nil && env.arch != "" {
-		arch = env.arch
+	have := helperArches(bins)
+	cli, err := env.docker(ctx)
+	if err != nil || env.arch == "" {
+		return have, nil
 	}
-	if err := docker.CheckShimBinary(p, arch); err != nil {
-		return "", &doctorWarning{fmt.Sprintf("%s cannot run in the engine's containers (%v): sessions there use the fallback path without the helper, and a process that calls setsid survives a kill", p, err)}
+	// Containers we create always run the helper: without a binary for the
+	// engine's architecture --image, up and pool sessions are refused (an
+	// existing --container runs on the fallback).
+	if _, err := bins.For(env.arch); err != nil {
+		return "", fmt.Errorf("%w: --image, up and pool sessions on this engine (linux/%s) are refused, and an existing --container runs on the fallback path (one exec per operation; a process that calls setsid survives a kill)", err, env.arch)
 	}
-	return fmt.Sprintf("%s (static, linux/%s)", p, arch), nil
+	how := "uploaded into each container"
+	if res, err := cli.Info(ctx, client.InfoOptions{}); err == nil && docker.EngineOnThisHost(cli.DaemonHost(), res.Info.Name) {
+		how = "bind-mounted read-only into the containers pi-sandbox creates (the engine is on this host), uploaded into others"
+	}
+	return have + "; " + how, nil
+}
+
+// helperArches lists the static helper binaries of this machine for the
+// architectures make build makes ("linux/amd64 PATH, linux/arm64 none").
+func helperArches(bins *shim.Binaries) string {
+	var have []string
+	for _, a := range []string{"amd64", "arm64"} {
+		p := "none"
+		if u, err := bins.For(a); err == nil {
+			p = u.Path
+		}
+		have = append(have, "linux/"+a+" "+p)
+	}
+	return strings.Join(have, ", ")
 }

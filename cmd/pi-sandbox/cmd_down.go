@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
@@ -16,27 +15,22 @@ func init() {
 // created (with their volumes) and refuses any other. Removing an up
 // sandbox ends its helper daemon and every process it owns.
 func runDown(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("down", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	f := newFlagSet("down", "[flags] ID...", io)
+	f.about = "Removes sandboxes pi-sandbox made (with their volumes; k8s: pods) and prints each id\nremoved. Removing an up sandbox ends every process it runs."
 	var kf k8sFlags
-	kf.register(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: pi-sandbox down [--backend k8s [--kubeconfig FILE] [--context NAME] [--namespace NS]] ID...")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args); !ok {
+	kf.register(f.FlagSet)
+	ids, code, ok := f.parse(args)
+	if !ok {
 		return code
 	}
-	args = fs.Args()
-	if len(args) == 0 {
-		fs.Usage()
-		return 2
+	if len(ids) == 0 {
+		return f.usageError("want at least one ID")
 	}
-	if !kf.check("down", io) {
-		return 2
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
 	}
 	if kf.backend == "k8s" {
-		return downK8s(ctx, &kf, args, io)
+		return downK8s(ctx, &kf, ids, io)
 	}
 	cli, err := docker.NewClient()
 	if err != nil {
@@ -44,8 +38,8 @@ func runDown(ctx context.Context, args []string, io stdio) int {
 		return 1
 	}
 	defer cli.Close()
-	code := 0
-	for _, id := range args {
+	code = 0
+	for _, id := range ids {
 		if err := docker.Down(ctx, cli, id); err != nil {
 			fmt.Fprintln(io.err, "pi-sandbox down:", err)
 			code = 1

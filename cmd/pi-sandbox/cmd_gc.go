@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"time"
 
@@ -12,32 +11,43 @@ import (
 )
 
 func init() {
-	register("gc", &command{summary: "remove leaked pi-sandbox containers", run: runGC})
+	register("gc", &command{summary: "remove leaked pi-sandbox containers (--backend k8s: pods)", run: runGC})
 }
 
-// runGC is `pi-sandbox gc [--all] [--max-age D] [--kill-runsc-orphans]`: it
-// removes our stopped containers and ephemeral ones whose creating process
-// is gone (or, from another host, older than --max-age); --all removes every
-// one of ours, long-lived sandboxes included. It then reports gVisor
-// processes (runsc-sandbox, runsc-gofer) of Docker containers the engine no
-// longer lists, on stderr; they are killed only with --kill-runsc-orphans,
-// because whose container they ran can no longer be told.
+// runGC is `pi-sandbox gc [--all] [--max-age D] [--dry-run]
+// [--kill-runsc-orphans]`: it removes our stopped containers and ephemeral
+// ones whose creating process is gone (or, from another host, older than
+// --max-age); --all removes every one of ours, long-lived sandboxes
+// included. It prints the removed ids; --dry-run prints the ids it would
+// remove and removes nothing. It then reports gVisor processes
+// (runsc-sandbox, runsc-gofer) of Docker containers the engine no longer
+// lists, on stderr; they are killed only with --kill-runsc-orphans (and
+// not under --dry-run), because whose container they ran can no longer be
+// told.
 func runGC(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("gc", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	all := fs.Bool("all", false, "remove every pi-sandbox container, running sandboxes included")
-	maxAge := fs.Duration("max-age", 24*time.Hour, "age after which an ephemeral container from another host counts as leaked")
-	killRunsc := fs.Bool("kill-runsc-orphans", false, "kill runsc-sandbox/runsc-gofer processes whose container the engine no longer lists (any owner's)")
+	f := newFlagSet("gc", "[flags]", io)
+	f.about = "Removes pi-sandbox's stopped containers and ephemeral ones whose creating process is gone\n(from another host: older than --max-age), and prints their ids. Sandboxes made by up stay\nunless --all is given."
+	all := f.Bool("all", false, "remove every pi-sandbox container, running sandboxes included")
+	dryRun := f.Bool("dry-run", false, "print the ids that would be removed; remove nothing")
+	maxAge := f.Duration("max-age", 24*time.Hour, "`DURATION` after which an ephemeral container from another host counts as leaked")
+	killRunsc := f.Bool("kill-runsc-orphans", false, "kill runsc-sandbox/runsc-gofer processes whose container the engine no longer lists (any owner's)")
 	var kf k8sFlags
-	kf.register(fs)
-	if code, ok := parseFlags(fs, args); !ok {
+	kf.register(f.FlagSet)
+	rest, code, ok := f.parse(args)
+	if !ok {
 		return code
 	}
-	if !kf.check("gc", io) {
-		return 2
+	if len(rest) != 0 {
+		return f.usageError("takes no arguments")
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
 	}
 	if kf.backend == "k8s" {
-		return gcK8s(ctx, &kf, *all, *maxAge, io)
+		if *killRunsc {
+			return f.usageError("--kill-runsc-orphans is for the docker backend")
+		}
+		return gcK8s(ctx, &kf, *all, *dryRun, *maxAge, io)
 	}
 	cli, err := docker.NewClient()
 	if err != nil {
@@ -45,6 +55,20 @@ func runGC(ctx context.Context, args []string, io stdio) int {
 		return 1
 	}
 	defer cli.Close()
+	if *dryRun {
+		list, err := docker.List(ctx, cli)
+		if err != nil {
+			fmt.Fprintln(io.err, "pi-sandbox gc:", err)
+			return 1
+		}
+		for _, s := range list {
+			if *all || docker.Leaked(s, *maxAge) {
+				fmt.Fprintln(io.out, s.ID)
+			}
+		}
+		fmt.Fprintln(io.err, "pi-sandbox gc: dry run: nothing removed")
+		return gcRunscOrphans(ctx, cli, false, io)
+	}
 	removed, err := docker.GC(ctx, cli, *all, *maxAge)
 	for _, id := range removed {
 		fmt.Fprintln(io.out, id)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -29,24 +27,22 @@ type k8sFlags struct {
 }
 
 func (f *k8sFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.backend, "backend", "docker", "docker or k8s")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "k8s: kubeconfig file (default $KUBECONFIG, then ~/.kube/config)")
-	fs.StringVar(&f.context, "context", "", "k8s: kubeconfig context (default its current context)")
-	fs.StringVar(&f.namespace, "namespace", "", "k8s: namespace (default the context's, else default)")
+	fs.StringVar(&f.backend, "backend", "docker", "`BACKEND`: docker or k8s")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "k8s: kubeconfig `FILE` (default $KUBECONFIG, then ~/.kube/config)")
+	fs.StringVar(&f.context, "context", "", "k8s: kubeconfig context `NAME` (default its current context)")
+	fs.StringVar(&f.namespace, "namespace", "", "k8s: namespace `NS` (default the context's, else default)")
 }
 
-// check reports a --backend other than docker and k8s, or cluster flags
-// without k8s.
-func (f *k8sFlags) check(cmd string, io stdio) bool {
+// check returns what is wrong with the flags ("" when nothing): a
+// --backend other than docker and k8s, or cluster flags without k8s.
+func (f *k8sFlags) check() string {
 	switch {
 	case f.backend != "docker" && f.backend != "k8s":
-		fmt.Fprintf(io.err, "pi-sandbox %s: --backend %q: want docker or k8s\n", cmd, f.backend)
-		return false
+		return fmt.Sprintf("--backend %q: want docker or k8s", f.backend)
 	case f.backend != "k8s" && (f.kubeconfig != "" || f.context != "" || f.namespace != ""):
-		fmt.Fprintf(io.err, "pi-sandbox %s: --kubeconfig, --context and --namespace need --backend k8s\n", cmd)
-		return false
+		return "--kubeconfig, --context and --namespace need --backend k8s"
 	}
-	return true
+	return ""
 }
 
 func (f *k8sFlags) config() k8s.Config {
@@ -74,10 +70,12 @@ func upK8s(ctx context.Context, f *k8sFlags, image, workdir, user string, mounts
 		}
 		cfg.Mounts = append(cfg.Mounts, pm)
 	}
+	cfg.Note = noteTo("up", io)
+	cfg.AllowRoot = strings.HasPrefix(user, "0:") || user == "0" // an explicit uid 0 is the relaxation
 	name, err := k8s.Up(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(io.err, "pi-sandbox up:", err)
-		return 1
+		return openExitCode(err)
 	}
 	fmt.Fprintln(io.out, name)
 	return 0
@@ -101,7 +99,7 @@ func downK8s(ctx context.Context, f *k8sFlags, names []string, io stdio) int {
 	return code
 }
 
-func lsK8s(ctx context.Context, f *k8sFlags, quiet bool, io stdio) int {
+func lsK8s(ctx context.Context, f *k8sFlags, format lsFormat, io stdio) int {
 	c, ok := f.client("ls", io)
 	if !ok {
 		return 1
@@ -111,25 +109,34 @@ func lsK8s(ctx context.Context, f *k8sFlags, quiet bool, io stdio) int {
 		fmt.Fprintln(io.err, "pi-sandbox ls:", err)
 		return 1
 	}
-	if quiet {
-		for _, s := range list {
-			fmt.Fprintln(io.out, s.Name)
-		}
-		return 0
-	}
-	tw := tabwriter.NewWriter(io.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "POD\tIMAGE\tKIND\tSTATE\tCREATED")
+	rows := make([]lsRow, 0, len(list))
 	for _, s := range list {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s ago\n", escapeControls(s.Name, false), escapeControls(s.Image, false), escapeControls(s.Kind, false), escapeControls(s.Status, false), time.Since(s.Created).Round(time.Second))
+		rows = append(rows, lsRow{ID: s.Name, Image: s.Image, Kind: s.Kind, State: s.Status, Created: s.Created,
+			Owner: owner(s.Labels, k8s.LabelHost, k8s.LabelPID), Labels: userLabels(s.Labels)})
 	}
-	tw.Flush()
-	return 0
+	return printLs(rows, format, "POD", 0, io)
 }
 
-func gcK8s(ctx context.Context, f *k8sFlags, all bool, maxAge time.Duration, io stdio) int {
+// gcK8s deletes our leaked pods (every one with all) and prints their
+// names; with dryRun it prints them and deletes nothing.
+func gcK8s(ctx context.Context, f *k8sFlags, all, dryRun bool, maxAge time.Duration, io stdio) int {
 	c, ok := f.client("gc", io)
 	if !ok {
 		return 1
+	}
+	if dryRun {
+		list, err := k8s.List(ctx, c)
+		if err != nil {
+			fmt.Fprintln(io.err, "pi-sandbox gc:", err)
+			return 1
+		}
+		for _, s := range list {
+			if all || k8s.Leaked(s, maxAge) {
+				fmt.Fprintln(io.out, s.Name)
+			}
+		}
+		fmt.Fprintln(io.err, "pi-sandbox gc: dry run: nothing deleted")
+		return 0
 	}
 	removed, err := k8s.GC(ctx, c, all, maxAge)
 	for _, n := range removed {
@@ -142,25 +149,10 @@ func gcK8s(ctx context.Context, f *k8sFlags, all bool, maxAge time.Duration, io 
 	return 0
 }
 
-// doctorK8s is `pi-sandbox doctor --backend k8s [--image IMG]`: the API
+// doctorK8s is `pi-sandbox doctor --backend k8s [--image IMAGE]`: the API
 // server, the permissions (SelfSubjectAccessReview), a pod with the image
 // starting, and the shim.
-func doctorK8s(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("doctor", flag.ContinueOnError)
-	fs.SetOutput(io.err)
-	var f k8sFlags
-	f.register(fs)
-	image := fs.String("image", "pi-sandbox/debian", "k8s: the image of the test pod")
-	if code, ok := parseFlags(fs, args); !ok {
-		return code
-	}
-	if fs.NArg() != 0 || !f.check("doctor", io) {
-		fmt.Fprintln(io.err, "usage: pi-sandbox doctor [--backend k8s [--kubeconfig FILE] [--context NAME] [--namespace NS] [--image IMG]]")
-		return 2
-	}
-	if f.backend == "docker" {
-		return runDoctor(ctx, nil, io)
-	}
+func doctorK8s(ctx context.Context, f *k8sFlags, image string, io stdio) int {
 	code := 0
 	line := func(name, detail string, err error) {
 		if err != nil {
@@ -191,23 +183,21 @@ func doctorK8s(ctx context.Context, args []string, io stdio) int {
 	line("access", "pods create/get/list/watch/delete, pods/exec create", err)
 	if err == nil {
 		cfg := f.config()
-		cfg.Image = *image
+		cfg.Image = image
 		tctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
 		d, userns, err := k8s.TryPod(tctx, cfg)
 		cancel()
-		detail := fmt.Sprintf("%s started in %s", *image, d.Round(10*time.Millisecond))
+		detail := fmt.Sprintf("%s started in %s", image, d.Round(10*time.Millisecond))
 		if !userns {
 			detail += " (no user namespace: hostUsers: false unsupported)"
 		}
 		line("pod", detail, err)
 	}
-	p, err := shim.HostBinary()
+	detail := ""
+	bins, err := shim.FindBinaries("")
 	if err == nil {
-		var data []byte
-		if data, err = os.ReadFile(p); err == nil {
-			err = shim.CheckStaticELF(data, "amd64")
-		}
+		detail = helperArches(bins) + "; a pod gets the one of its node's architecture"
 	}
-	line("shim", p, err)
+	line("shim", detail, err)
 	return code
 }

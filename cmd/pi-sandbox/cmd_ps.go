@@ -29,13 +29,14 @@ type psRow struct {
 // escaped.
 func runPS(ctx context.Context, args []string, io stdio) int {
 	f := newFlags("ps", "[flags]", io)
+	f.about = "Lists the background processes that the sandbox's commands left running: a table, or\none JSON object per line with --json."
 	asJSON := f.Bool("json", false, "one JSON object per process")
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
 	}
 	if len(rest) != 0 {
-		return f.usageError("ps takes no arguments")
+		return f.usageError("takes no arguments")
 	}
 	sb, err := open.Open(ctx, f.cfg)
 	if err != nil {

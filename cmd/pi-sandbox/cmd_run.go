@@ -22,9 +22,10 @@ func init() {
 // with --json. SCRIPT or PROMPT "-" reads stdin. Exit 1 when the session
 // ended in error, hit --max-turns, or a call hit a transport failure.
 func runRun(ctx context.Context, args []string, io stdio) int {
-	f := newFlags("run", "[flags] [--json] (--model PROVIDER/MODEL PROMPT… | SCRIPT)", io)
+	f := newFlags("run", "[flags] (--model PROVIDER/MODEL PROMPT… | SCRIPT)", io)
+	f.about = "Runs an agent session on the backend the flags choose: a real model with --model (the\nprompt from the arguments, --prompt, or stdin with -), or a script of assistant turns\n(SCRIPT, or - for stdin). The session's log (events with --json) goes to stdout, notes\nto stderr; exit 1 when the session ended in error or hit --max-turns."
 	asJSON := f.Bool("json", false, "print the events as JSON lines")
-	prompt := f.String("prompt", "", "a user prompt to open the session with")
+	prompt := f.String("prompt", "", "a user `PROMPT` to open the session with")
 	scriptFile := f.String("script", "", "replay the assistant turns of `FILE` (the same as the SCRIPT argument)")
 	save := f.String("save", "", "write the session's assistant turns to `FILE` as a script (replay it with run FILE)")
 	maxTurns := f.Int("max-turns", 0, "stop after `N` turns (0: no limit)")

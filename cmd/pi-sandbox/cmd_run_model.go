@@ -22,7 +22,7 @@ type modelFlags struct {
 }
 
 func (m *modelFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&m.model, "model", "", "run a real model: anthropic/`MODEL` (ANTHROPIC_API_KEY) or openai/MODEL (OPENAI_API_KEY, or any OpenAI-compatible server with --base-url)")
+	fs.StringVar(&m.model, "model", "", "run a real model `PROVIDER/MODEL`: anthropic/MODEL (ANTHROPIC_API_KEY) or openai/MODEL (OPENAI_API_KEY, or any OpenAI-compatible server with --base-url)")
 	fs.StringVar(&m.baseURL, "base-url", "", "the model API's endpoint `URL` (default: ANTHROPIC_BASE_URL / OPENAI_BASE_URL, else the vendor's)")
 	fs.StringVar(&m.system, "system", "", "the system prompt: a `FILE` to read, or the text itself (default: a short coding-agent prompt)")
 	fs.Int64Var(&m.maxTokens, "max-tokens", 0, "limit each reply to `N` tokens (default: anthropic 8192, openai the server's)")

@@ -4,8 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math"
-	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -22,71 +21,91 @@ func init() {
 // share one long-lived helper (started by the first), so what a call leaves
 // running in the background lives until down.
 func runUp(ctx context.Context, args []string, io stdio) int {
-	fs := flag.NewFlagSet("up", flag.ContinueOnError)
-	fs.SetOutput(io.err)
+	f := newFlagSet("up", "[flags]", io)
+	f.about = "Starts a long-lived hardened sandbox and prints its id (a pod's name with --backend k8s)\nalone on stdout. The sandbox stays until pi-sandbox down ID; use it with --container ID\n(k8s: --pod NAME). Its calls share one helper: background processes a call leaves running\nlive until down."
+	fs := f.FlagSet
 	var cfg docker.Config
 	var mounts, labels multiFlag
 	var kf k8sFlags
 	kf.register(fs)
-	fs.StringVar(&cfg.Image, "image", "pi-sandbox/debian", "image (local; nothing is pulled — see `pi-sandbox image build`)")
-	fs.StringVar(&cfg.WorkDir, "workdir", "", "working directory in the container (default /workspace, a fresh volume)")
-	fs.StringVar(&cfg.User, "user", "", "UID:GID (default 1000:1000)")
-	fs.Var(&mounts, "mount", "bind mount HOST:TARGET[:ro] (repeatable)")
-	fs.Var(&labels, "label", "extra label KEY=VALUE (repeatable)")
-	fs.Int64Var(&cfg.Memory, "memory", 0, "memory limit in bytes (default 2 GiB; -1 none)")
-	fs.Float64Var(&cfg.CPUs, "cpus", 0, "CPU limit (default 2; -1 none)")
-	fs.Int64Var(&cfg.PidsLimit, "pids-limit", 0, "process and thread limit (default 2048; -1 none)")
-	fs.StringVar(&cfg.Runtime, "runtime", "", "the engine's OCI runtime, e.g. runsc (gVisor; see `make runtimes`; default the engine's)")
+	fs.StringVar(&cfg.Image, "image", "pi-sandbox/debian", "`IMAGE` on the engine (nothing is pulled; pi-sandbox image build builds ours)")
+	fs.StringVar(&cfg.WorkDir, "workdir", "", "working `DIR` in the container (default /workspace, a fresh volume)")
+	fs.StringVar(&cfg.User, "user", "", "run as `UID:GID` or NAME[:GROUP] (default: the first mount's owner, else 1000:1000)")
+	fs.Var(&mounts, "mount", "bind mount `HOST:TARGET[:ro]` (repeatable)")
+	fs.Var(&labels, "label", "extra label `KEY=VALUE` (repeatable)")
+	fs.Var((*sizeFlag)(&cfg.Memory), "memory", "memory limit `SIZE`, e.g. 512m, 2g (default 2g; -1 none)")
+	fs.Float64Var(&cfg.CPUs, "cpus", 0, "CPU limit `N` (default 2; -1 none)")
+	fs.Int64Var(&cfg.PidsLimit, "pids-limit", 0, "process and thread limit `N` (default 2048; -1 none)")
+	fs.StringVar(&cfg.Runtime, "runtime", "", "the engine's OCI `RUNTIME`, e.g. runsc (gVisor: make runtimes installs it; default the engine's)")
 	fs.BoolVar(&cfg.AllowNetwork, "allow-network", false, "relaxation: attach to the engine's default network (default: none)")
 	fs.BoolVar(&cfg.WritableRootfs, "writable-rootfs", false, "relaxation: writable root file system")
 	fs.Var((*sizeFlag)(&cfg.MaxSavedOutput), "max-saved-output", "total `SIZE` of the saved full outputs and background logs, e.g. 4g, 512m (default 4g; -1 none)")
-	fs.Usage = func() {
-		fmt.Fprintln(io.err, "usage: pi-sandbox up [flags]\n\nThe sandbox stays until `pi-sandbox down ID`; use it with --backend docker --container ID.\nIts calls share one helper: background processes a call leaves running live until down.\n\nflags:")
-		fs.PrintDefaults()
-	}
-	if code, ok := parseFlags(fs, args); !ok {
+	fs.DurationVar(&cfg.TTL, "ttl", 0, "end the sandbox `DURATION` after its start, e.g. 30m (the container kills everything and is removed with its volumes; default: never)")
+	fs.DurationVar(&cfg.IdleTimeout, "idle-timeout", 0, "end the sandbox after `DURATION` without a client call (a running call counts, background processes do not; default: never)")
+	pool := fs.String("pool", "", "claim an idle member of pool `NAME` (pi-sandbox pool fill) instead; its configuration applies")
+	noCold := fs.Bool("no-cold", false, "with --pool: fail when no idle member is left instead of starting one cold")
+	rest, code, ok := f.parse(args)
+	if !ok {
 		return code
 	}
-	if fs.NArg() != 0 {
-		fmt.Fprintln(io.err, "pi-sandbox up: unexpected arguments:", fs.Args())
-		return 2
+	if len(rest) != 0 {
+		return f.usageError("unexpected arguments %q", rest)
 	}
-	if !kf.check("up", io) {
-		return 2
+	if msg := lifetimeUsage(cfg); msg != "" {
+		return f.usageError("%s", msg)
+	}
+	if *pool != "" || *noCold {
+		if kf.backend != "docker" {
+			return f.usageError("--pool is for the docker backend")
+		}
+		return upPool(ctx, f, *pool, *noCold, io)
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
 	}
 	if kf.backend == "k8s" {
+		if cfg.TTL != 0 || cfg.IdleTimeout != 0 {
+			return f.usageError("--ttl and --idle-timeout are for the docker backend")
+		}
 		if cfg.MaxSavedOutput != 0 {
-			fmt.Fprintf(io.err, "pi-sandbox up: --max-saved-output is for the docker backend; a pod's saved outputs have the default total (%s)\n", savedout.Size(ops.DefaultSavedOutputTotal))
-			return 2
+			return f.usageError("--max-saved-output is for the docker backend; a pod's saved outputs have the default total (%s)", savedout.Size(ops.DefaultSavedOutputTotal))
 		}
 		return upK8s(ctx, &kf, cfg.Image, cfg.WorkDir, cfg.User, mounts, labelMap(labels), io)
 	}
 	for _, m := range mounts {
 		pm, err := docker.ParseMount(m)
 		if err != nil {
-			fmt.Fprintln(io.err, "pi-sandbox up:", err)
-			return 2
+			return f.usageError("%v", err)
 		}
 		cfg.Mounts = append(cfg.Mounts, pm)
 	}
+	cfg.Labels = map[string]string{}
 	for _, l := range labels {
 		k, v, ok := strings.Cut(l, "=")
 		if !ok || k == "" {
-			fmt.Fprintf(io.err, "pi-sandbox up: label %q: want KEY=VALUE\n", l)
-			return 2
-		}
-		if cfg.Labels == nil {
-			cfg.Labels = map[string]string{}
+			return f.usageError("label %q: want KEY=VALUE", l)
 		}
 		cfg.Labels[k] = v
 	}
+	if _, ok := cfg.Labels[labelOwner]; !ok {
+		cfg.Labels[labelOwner] = ownerValue()
+	}
+	cfg.Note = noteTo("up", io)
 	id, err := docker.Up(ctx, cfg)
 	if err != nil {
 		fmt.Fprintln(io.err, "pi-sandbox up:", err)
-		return 1
+		return openExitCode(err)
 	}
 	fmt.Fprintln(io.out, id)
 	return 0
+}
+
+// lifetimeUsage is why cfg's lifetime flags are a usage error, or "".
+func lifetimeUsage(cfg docker.Config) string {
+	if cfg.TTL < 0 || cfg.IdleTimeout < 0 || cfg.MaxIdle < 0 {
+		return "--ttl, --idle-timeout and --max-idle must not be negative"
+	}
+	return ""
 }
 
 // labelMap turns KEY=VALUE flags into a map (bad entries are skipped
@@ -101,39 +120,36 @@ func labelMap(labels []string) map[string]string {
 	return m
 }
 
-// sizeFlag is a size in bytes: a number with an optional suffix k, m, g
-// or t (powers of 1024), or -1.
-type sizeFlag int64
+// upPoolConflicts are the flags a pool's configuration replaces.
+var upPoolConflicts = []string{"image", "user", "workdir", "mount", "label", "memory", "cpus", "pids-limit", "runtime",
+	"allow-network", "writable-rootfs", "max-saved-output", "ttl", "idle-timeout",
+	"kubeconfig", "context", "namespace"}
 
-func (f *sizeFlag) String() string {
-	if *f == 0 {
-		return ""
+// upPool is `up --pool NAME [--no-cold]`: a claim of a pool's idle member.
+func upPool(ctx context.Context, f *flagSet, pool string, noCold bool, io stdio) int {
+	if pool == "" {
+		return f.usageError("--no-cold needs --pool")
 	}
-	return strconv.FormatInt(int64(*f), 10)
-}
-
-func (f *sizeFlag) Set(v string) error {
-	if v == "-1" {
-		*f = -1
-		return nil
-	}
-	num, shift := strings.ToLower(v), 0
-	for i, u := range []string{"k", "m", "g", "t"} {
-		if n, ok := strings.CutSuffix(num, u); ok {
-			num, shift = n, 10*(i+1)
-			break
+	bad := ""
+	f.Visit(func(fl *flag.Flag) {
+		if bad == "" && slices.Contains(upPoolConflicts, fl.Name) {
+			bad = fl.Name
 		}
+	})
+	if bad != "" {
+		return f.usageError("--%s with --pool: the pool's configuration applies", bad)
 	}
-	n, err := strconv.ParseInt(num, 10, 64)
-	if err != nil || n <= 0 || n > math.MaxInt64>>shift {
-		return fmt.Errorf("want a positive size such as 4g, 512m or 1000000 (bytes), or -1 for none")
+	cli, err := docker.NewClient()
+	if err != nil {
+		fmt.Fprintln(io.err, "pi-sandbox up:", err)
+		return 1
 	}
-	*f = sizeFlag(n << shift)
-	return nil
+	defer cli.Close()
+	id, err := docker.Claim(ctx, cli, pool, noCold, noteTo("up", io))
+	if err != nil {
+		fmt.Fprintln(io.err, "pi-sandbox up:", err)
+		return openExitCode(err)
+	}
+	fmt.Fprintln(io.out, id)
+	return 0
 }
-
-// multiFlag is a repeatable string flag.
-type multiFlag []string
-
-func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
-func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }

@@ -4,10 +4,15 @@
 //
 // Usage:
 //
-//	pi-sandbox COMMAND [flags] [args]
+//	pi-sandbox CMD [flags] ARGS
 //
-// Flags come after the command and before its arguments. See
-// the README for the commands.
+// Every command takes its flags before, between or after its arguments;
+// "--" ends the flags (what follows is an argument even when it starts
+// with "-"). "pi-sandbox CMD -h", "--help" and "pi-sandbox help CMD" print
+// a command's usage on stdout and exit 0; a usage error prints one line and
+// a pointer to -h on stderr and exits 2. Commands that create something
+// print the new ids alone on stdout, one per line; progress and notes go
+// to stderr.
 package main
 
 import (
@@ -16,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sort"
 	"syscall"
 )
@@ -55,26 +61,37 @@ func mainExit() int {
 // carry text from the target.
 func runMain(ctx context.Context, args []string, io stdio) int {
 	io.err = escapingWriter{io.err}
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
 		usage(io.err)
-		if len(args) == 0 {
-			return 2
-		}
-		return 0
+		return 2
 	}
-	c, ok := commands[args[0]]
+	name := args[0]
+	switch name {
+	case "-h", "-help", "--help":
+		usage(io.out)
+		return 0
+	case "-version", "--version":
+		name = "version"
+	case "help":
+		if len(args) == 1 {
+			usage(io.out)
+			return 0
+		}
+		// "help CMD [SUB]" is "CMD [SUB] -h".
+		name, args = args[1], append(slices.Clone(args[1:]), "-h")
+	}
+	c, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(io.err, "pi-sandbox: unknown command %q\n\n", args[0])
-		usage(io.err)
+		fmt.Fprintf(io.err, "pi-sandbox: unknown command %q\nRun 'pi-sandbox -h' for usage\n", name)
 		return 2
 	}
 	return c.run(ctx, args[1:], io)
 }
 
 func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: pi-sandbox COMMAND [flags] [args]")
+	fmt.Fprintln(w, "Usage: pi-sandbox CMD [flags] ARGS")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "commands:")
+	fmt.Fprintln(w, "Commands:")
 	names := make([]string, 0, len(commands))
 	for n, c := range commands {
 		if !c.hidden {
@@ -86,5 +103,6 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-10s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run 'pi-sandbox COMMAND -h' for a command's flags.")
+	fmt.Fprintln(w, "Flags go before or after a command's arguments; -- ends them.")
+	fmt.Fprintln(w, "Run 'pi-sandbox CMD -h' for a command's usage and flags; --version prints the version.")
 }

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// TestCheckpointDiffRestoreLocal: checkpoint, diff in every form and
+// restore on the local backend, backend flags before and after the
+// arguments.
+func TestCheckpointDiffRestoreLocal(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	wd := t.TempDir()
+	w := func(name, data string) {
+		os.MkdirAll(filepath.Dir(filepath.Join(wd, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(wd, name), []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errs := run(t, "diff", "--workdir", wd)
+	if code != 1 || out != "" || !strings.Contains(errs, "no checkpoint yet") {
+		t.Fatalf("diff with no checkpoint: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	w("a.txt", "one\ntwo\n")
+	w("gone.txt", "bye\n")
+	w("debug.log", "excluded\n")
+	os.Mkdir(filepath.Join(wd, "empty"), 0o755)
+	code, out, errs = run(t, "checkpoint", "--workdir", wd, "--name", "first", "--exclude", "*.log")
+	id := regexp.MustCompile(`^[0-9a-f]{12}\n$`)
+	if code != 0 || !id.MatchString(out) || errs != "" {
+		t.Fatalf("checkpoint: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	first := strings.TrimSpace(out)
+
+	w("a.txt", "one\nTWO\n")
+	os.Remove(filepath.Join(wd, "gone.txt"))
+	w("new/file.txt", "hello\n")
+	os.Remove(filepath.Join(wd, "empty"))
+	w("debug.log", "changed, excluded\n")
+	code, out, errs = run(t, "diff", "first", "--name-status", "--workdir", wd)
+	if want := "M\ta.txt\nD\tempty/\nD\tgone.txt\nA\tnew/\nA\tnew/file.txt\n"; code != 0 || out != want {
+		t.Errorf("diff --name-status: exit %d, stdout\n%s\nwant\n%s\nstderr %q", code, out, want, errs)
+	}
+	code, out, _ = run(t, "diff", "--workdir", wd)
+	if code != 0 || !strings.Contains(out, "diff --git a/a.txt b/a.txt\n") || !strings.Contains(out, "-two\n+TWO\n") {
+		t.Errorf("diff: exit %d, stdout\n%s", code, out)
+	}
+	code, out, _ = run(t, "diff", "--stat", "--workdir", wd)
+	if code != 0 || !strings.Contains(out, " 3 files changed, 2 insertions(+), 2 deletions(-)\n") {
+		t.Errorf("diff --stat: exit %d, stdout\n%s", code, out)
+	}
+	code, out, _ = run(t, "diff", "--json", "--workdir", wd)
+	var d diffJSON
+	if err := json.Unmarshal([]byte(out), &d); code != 0 || err != nil || d.From.ID != first || d.To != nil || len(d.Changes) != 5 {
+		t.Errorf("diff --json: exit %d, %v, %s", code, err, out)
+	}
+
+	code, out, errs = run(t, "restore", "--workdir", wd, "first")
+	if code != 0 || !id.MatchString(out) || !strings.Contains(errs, "pre-restore-1") {
+		t.Fatalf("restore: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	pre := strings.TrimSpace(out)
+	for name, want := range map[string]string{"a.txt": "one\ntwo\n", "gone.txt": "bye\n", "debug.log": "changed, excluded\n"} {
+		if b, err := os.ReadFile(filepath.Join(wd, name)); string(b) != want {
+			t.Errorf("%s after restore: %q (%v), want %q", name, b, err, want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(wd, "new")); !os.IsNotExist(err) {
+		t.Errorf("new/ is still there: %v", err)
+	}
+	if fi, err := os.Stat(filepath.Join(wd, "empty")); err != nil || !fi.IsDir() {
+		t.Errorf("empty/ did not come back: %v", err)
+	}
+	code, out, _ = run(t, "diff", "--name-status", "--workdir", wd, "first")
+	if code != 0 || out != "" {
+		t.Errorf("diff after restore: exit %d, %q", code, out)
+	}
+
+	code, out, _ = run(t, "checkpoint", "ls", "--json", "--workdir", wd)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); code != 0 || err != nil || len(rows) != 2 || rows[0]["id"] != first || rows[1]["name"] != "pre-restore-1" {
+		t.Errorf("checkpoint ls --json: exit %d, %v\n%s", code, err, out)
+	}
+	if code, _, errs = run(t, "checkpoint", "rm", pre, "--workdir", wd); code != 0 {
+		t.Errorf("checkpoint rm: exit %d, %s", code, errs)
+	}
+	if code, _, errs = run(t, "restore", "--workdir", wd, pre); code != 1 || !strings.Contains(errs, "no such checkpoint") {
+		t.Errorf("restore of a removed checkpoint: exit %d, %s", code, errs)
+	}
+	if code, _, errs = run(t, "checkpoint", "--workdir", wd, "--exclude", "[x"); code != 2 || !strings.Contains(errs, "not a valid glob") {
+		t.Errorf("a bad pattern: exit %d, %s", code, errs)
+	}
+}
