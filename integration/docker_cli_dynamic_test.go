@@ -63,8 +63,8 @@ func TestDockerCLIDynamicBuild(t *testing.T) {
 	}
 	args := []string{"tool", "--backend", "docker", "--image", "pi-sandbox/busybox", "bash", `{"command":"true"}`}
 	out, errs, code := run(args...)
-	if code == 0 {
-		t.Fatalf("dynamic build without the helper binary: exit 0 (stdout %s, stderr %s), want a refusal", out, errs)
+	if code != 2 {
+		t.Fatalf("dynamic build without the helper binary: exit %d (stdout %s, stderr %s), want the configuration refusal's 2", code, out, errs)
 	}
 	for _, want := range []string{
 		"pi-sandbox-shim",

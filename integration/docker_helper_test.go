@@ -87,39 +87,51 @@ func TestDockerKilledClientKillsCommand(t *testing.T) {
 	killClientMidSpin(t, id)
 }
 
-// TestDockerShimNotReplaceable: the shim that later calls trust is root's,
-// in a root-owned directory of the sticky /tmp: a command of the sandbox
-// user can neither overwrite, move nor remove it (so it cannot slip a
-// wrapper in front of every later command).
+// TestDockerShimNotReplaceable: the shim that later calls trust is out of
+// the sandbox user's reach — in a container pi-sandbox created on this
+// host, on the read-only bind mount of the host's helper cache; in another
+// container, root's, uploaded into a root-owned directory of the sticky
+// /tmp: a command of the sandbox user can neither overwrite, move nor
+// remove it (so it cannot slip a wrapper in front of every later command).
 func TestDockerShimNotReplaceable(t *testing.T) {
 	needImage(t, "pi-sandbox/busybox")
-	id := upContainer(t, "pi-sandbox/busybox", "shim-owner")
-	b := newBackend(t, docker.Config{Container: id})
-	var out bytes.Buffer
-	if err := b.Run(t.Context(), &ops.Cmd{Command: "ps -o args | sed -n 's/ __shim serve.*$//p' | head -n1", Output: &out}); err != nil {
-		t.Fatal(err)
-	}
-	shimPath := strings.TrimSpace(out.String())
-	if !strings.HasPrefix(shimPath, "/tmp/pi-sandbox-bin.") {
-		t.Fatalf("helper runs from %q, want a root-owned /tmp/pi-sandbox-bin.* directory (limits %v)", shimPath, b.Info().Limits)
-	}
-	for _, attack := range []string{
-		": > " + shimPath,
-		"cp /bin/sh " + shimPath,
-		"mv " + shimPath + " /tmp/moved",
-		"rm -f " + shimPath,
-		"mv $(dirname " + shimPath + ") /tmp/moved-dir",
-		"ln -sf /bin/sh " + shimPath,
+	for _, tc := range []struct {
+		name, dir string
+		id        func() string
+	}{
+		{"mounted", "/opt/pi-sandbox-helper/", func() string { return upContainer(t, "pi-sandbox/busybox", "shim-owner") }},
+		{"uploaded", "/tmp/pi-sandbox-bin.", func() string { return plainContainer(t, "shim-owner-plain") }},
 	} {
-		err := b.Run(t.Context(), &ops.Cmd{Command: attack + " 2>/dev/null"})
-		if err == nil {
-			t.Errorf("%q succeeded as the sandbox user", attack)
-		}
-	}
-	// A later sandbox in the same container still finds and trusts it.
-	b2 := newBackend(t, docker.Config{Container: id})
-	if !b2.Info().Has("helper") {
-		t.Fatalf("second backend has no helper: %v", b2.Info().Limits)
+		t.Run(tc.name, func(t *testing.T) {
+			id := tc.id()
+			b := newBackend(t, docker.Config{Container: id})
+			var out bytes.Buffer
+			if err := b.Run(t.Context(), &ops.Cmd{Command: "ps -o args | sed -n 's/ __shim serve.*$//p' | head -n1", Output: &out}); err != nil {
+				t.Fatal(err)
+			}
+			shimPath := strings.TrimSpace(out.String())
+			if !strings.HasPrefix(shimPath, tc.dir) {
+				t.Fatalf("helper runs from %q, want %s* (limits %v)", shimPath, tc.dir, b.Info().Limits)
+			}
+			for _, attack := range []string{
+				": > " + shimPath,
+				"cp /bin/sh " + shimPath,
+				"mv " + shimPath + " /tmp/moved",
+				"rm -f " + shimPath,
+				"mv $(dirname " + shimPath + ") /tmp/moved-dir",
+				"ln -sf /bin/sh " + shimPath,
+			} {
+				err := b.Run(t.Context(), &ops.Cmd{Command: attack + " 2>/dev/null"})
+				if err == nil {
+					t.Errorf("%q succeeded as the sandbox user", attack)
+				}
+			}
+			// A later sandbox in the same container still finds and trusts it.
+			b2 := newBackend(t, docker.Config{Container: id})
+			if !b2.Info().Has("helper") {
+				t.Fatalf("second backend has no helper: %v", b2.Info().Limits)
+			}
+		})
 	}
 }
 

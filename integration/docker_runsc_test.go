@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -131,7 +132,7 @@ func TestRunscAllowNetwork(t *testing.T) {
 func TestRunscUnknownRuntime(t *testing.T) {
 	needImage(t, "pi-sandbox/busybox")
 	_, err := docker.New(t.Context(), docker.Config{Image: "pi-sandbox/busybox", Runtime: "no-such-runtime", Labels: labels()})
-	if err == nil || !strings.Contains(err.Error(), `the engine has no runtime "no-such-runtime" (it lists `) || !strings.Contains(err.Error(), "runc") {
+	if err == nil || !strings.Contains(err.Error(), `the engine has no runtime "no-such-runtime" (it lists `) || !strings.Contains(err.Error(), "runc") || !errors.Is(err, ops.ErrConfig) {
 		t.Fatalf("New = %v", err)
 	}
 }

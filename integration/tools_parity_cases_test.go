@@ -33,6 +33,11 @@ type parityCase struct {
 	// this text (the command is under way).
 	abortOn string
 	check   func(p *parityRun, res *loop.Result)
+	// starved is what pi itself answers when a loaded machine paused the
+	// command's writers longer than the exit grace (the call then ends
+	// early): such an attempt is tried again, up to three times, and one
+	// must give match.
+	starved *regexp.Regexp
 }
 
 // setupParityFixtures creates the files the cases use in the working
@@ -417,8 +422,8 @@ func parityCases() []parityCase {
 		{name: "bash/pwd", tool: "bash", args: `{"command":"pwd"}`, want: "{{cwd}}\n"},
 		{name: "bash/stderr-only", tool: "bash", args: `{"command":"echo e >&2"}`, want: "e\n"},
 		{name: "bash/no-newline", tool: "bash", args: `{"command":"printf abc"}`, want: "abc"},
-		{name: "bash/timeout-output", tool: "bash", args: `{"command":"echo started; sleep 5","timeout":0.5}`,
-			want: "started\n\n\nCommand timed out after 0.5 seconds", isError: true},
+		{name: "bash/timeout-output", tool: "bash", args: `{"command":"echo started; sleep 9","timeout":2}`,
+			want: "started\n\n\nCommand timed out after 2 seconds", isError: true},
 		{name: "bash/background-exits", tool: "bash", args: `{"command":"(sleep 3 >/dev/null 2>&1 &); echo done"}`, want: "done\n"},
 		{name: "bash/invalid-utf8", tool: "bash", args: `{"command":"printf 'a\\377b\\n'"}`, want: "a\ufffdb\n"},
 		{name: "bash/long-line", tool: "bash", args: `{"command":"head -c 60000 /dev/zero | tr '\\0' x"}`,
@@ -438,12 +443,19 @@ func parityCases() []parityCase {
 				}
 			}},
 		{name: "bash/background-silent", tool: "bash", args: `{"command":"sleep 3 & echo started","timeout":2}`, want: "started\n"},
-		// The writer ticks every few milliseconds without forking: with a
-		// sleep 0.05 per tick, a loaded machine (or sshd batching the
-		// channel's data on the no-helper path) left gaps over the 100 ms
-		// exit grace, and the call rightly ended as a success.
-		{name: "bash/background-writing", tool: "bash", args: `{"command":"(while :; do echo tick; i=0; while [ $i -lt 500 ]; do i=$((i+1)); done; done) & echo started","timeout":0.5}`,
-			match:   regexp.MustCompile(`\A(tick\n)*started\n(tick\n)+\n\nCommand timed out after 0\.5 seconds\. The shell exited with code 0 after 0\.\d seconds, but background processes it started kept writing output until the timeout\.\z`),
+		// Two writers tick every few hundred microseconds (a busy loop of
+		// 500 between ticks left gaps over the 100 ms exit grace at load
+		// 25; none at all flooded the exec fallback, whose kill then came
+		// late). A machine can still stall them longer than the grace, and
+		// the call then rightly ends early as it would in pi (a success
+		// with the output so far, or a plain timeout when the shell itself
+		// did not run in time): starved. On the exec fallback the kill at
+		// the deadline is an exec of its own, which a loaded engine can
+		// make later than the helper's 2 s limit on output after the exit:
+		// the helper's note on it then shows too.
+		{name: "bash/background-writing", tool: "bash", args: `{"command":"t() { while :; do echo tick; i=0; while [ $i -lt 20 ]; do i=$((i+1)); done; done; }; t & t & echo started","timeout":1}`,
+			match:   regexp.MustCompile(`\A((tick|started)\n)+(\n\[pi-sandbox: processes this command left running kept writing 2s after it exited; they were killed\]\n)?(\n\[Showing lines \d+-\d+ of \d+\. Full output: [^\]\n]+\])?\n\nCommand timed out after 1 seconds\. The shell exited with code 0 after 0\.\d seconds, but background processes it started kept writing output until the timeout\.\z`),
+			starved: regexp.MustCompile(`\A((tick|started)\n)*(\n*\[pi-sandbox: [^\]\n]*\])?(\n*\[Showing lines \d+-\d+ of \d+\. Full output: [^\]\n]+\])?(\n*Command timed out after 1 seconds)?\z`),
 			isError: true, volatile: true},
 		// The kill at the deadline must not let the shell run its next
 		// command once its foreground child died (ops/shim kill sweep).

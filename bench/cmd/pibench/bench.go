@@ -20,6 +20,11 @@ type results struct {
 	Backends []*backendStats `json:"backends"`
 	Targets  []targetResult  `json:"targets"`
 	Seconds  float64         `json:"seconds"`
+	// Grep is grep on Go's source tree against rg (local backend).
+	Grep     []grepRow `json:"grepGoSrc,omitempty"`
+	GrepNote string    `json:"grepGoSrcNote,omitempty"`
+	// Pools is the pools section (docker).
+	Pools *poolStats `json:"pools,omitempty"`
 }
 
 type backendStats struct {
@@ -85,6 +90,23 @@ func runBench(ctx context.Context, o *options) error {
 	p := newProgress()
 	defer p.done()
 	res := &results{Date: start.UTC().Format(time.RFC3339), Host: hostLine(), Quick: o.quick, N: o.n, CLIN: o.cliN}
+	if o.grepOnly {
+		e, err := openEnv(ctx, o, "local")
+		if err != nil {
+			return err
+		}
+		res.Grep, res.GrepNote = grepGoSrc(ctx, o, p, e)
+		e.close()
+		res.Seconds = time.Since(start).Seconds()
+		res.Targets = grepTargets(res)
+		return writeResults(o, res)
+	}
+	if o.poolOnly {
+		res.Pools = poolBench(ctx, o, p)
+		res.Seconds = time.Since(start).Seconds()
+		res.Targets = poolTargets(res)
+		return writeResults(o, res)
+	}
 	for _, name := range o.backends {
 		if ctx.Err() != nil {
 			break
@@ -99,10 +121,16 @@ func runBench(ctx context.Context, o *options) error {
 			continue
 		}
 		benchBackend(ctx, o, p, e, bs)
+		if name == "local" && bs.Skipped == "" {
+			res.Grep, res.GrepNote = grepGoSrc(ctx, o, p, e)
+		}
 		e.close()
 	}
+	if o.has("docker") && ctx.Err() == nil {
+		res.Pools = poolBench(ctx, o, p)
+	}
 	res.Seconds = time.Since(start).Seconds()
-	res.Targets = evalTargets(res)
+	res.Targets = append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...)
 	return writeResults(o, res)
 }
 

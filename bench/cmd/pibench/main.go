@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -36,6 +36,11 @@ type options struct {
 	helperOnly    bool
 	hardeningOnly bool
 	hardening2    bool
+	grepOnly      bool
+	poolOnly      bool
+	poolN         int
+	poolDensity   int
+	poolImage     string
 	cliN          int
 	n             int
 
@@ -93,6 +98,11 @@ func main() {
 	fs.BoolVar(&o.helperOnly, "helper-only", false, "faults: only the helper lifecycle scenarios")
 	fs.BoolVar(&o.hardeningOnly, "hardening-only", false, "faults: only the replays of the adversarial runs' defects (issues 17 and 24)")
 	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
+	fs.BoolVar(&o.grepOnly, "grep-only", false, "bench: only grep on a copy of Go's source tree against rg (local backend)")
+	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker)")
+	fs.IntVar(&o.poolN, "pool-n", 0, "bench: claims per pools op (0: 20, -quick 5)")
+	fs.IntVar(&o.poolDensity, "pool-density", 20, "bench: idle members the pools density run fills (100 for the large run)")
+	fs.StringVar(&o.poolImage, "pool-image", "pi-sandbox/busybox", "bench: image of the pools section and of its docker run baseline")
 	fs.DurationVar(&opBudget, "budget", 0, "time limit per measured op (0: 8s, -quick 4s); an op that hits it reports on fewer calls")
 	fs.Parse(args)
 	if opBudget == 0 {
@@ -116,6 +126,12 @@ func main() {
 		o.n = 200
 		if o.quick {
 			o.n = 40
+		}
+	}
+	if o.poolN == 0 {
+		o.poolN = 20
+		if o.quick {
+			o.poolN = 5
 		}
 	}
 	if o.cliN == 0 {

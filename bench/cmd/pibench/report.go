@@ -133,6 +133,8 @@ func markdown(res *results) string {
 	for _, t := range res.Targets {
 		w("| %s | %s | **%s** |\n", t.Target, cellText(t.Value), t.Status)
 	}
+	b.WriteString(grepMarkdown(res))
+	b.WriteString(poolMarkdown(res))
 	for _, bs := range res.Backends {
 		w("\n## %s\n\n", bs.Name)
 		if bs.Skipped != "" {

@@ -1,0 +1,67 @@
+package integration
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+)
+
+// TestDockerEgress: a command in an `up` sandbox (no network) reaches a
+// server on the host's 127.0.0.1 through its session's proxy when a rule
+// names 127.0.0.1:PORT, and gets the policy's 403 without one; a name
+// that resolves to loopback and the metadata address are refused; the
+// proxy's port closes with the session.
+func TestDockerEgress(t *testing.T) {
+	needDocker(t)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "hello from the host "+r.URL.Path)
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	port := fmt.Sprint(srv.Listener.Addr().(*net.TCPAddr).Port)
+	id, _ := piUp(t, "egress")
+
+	// busybox wget uses http_proxy; NO_PROXY would keep 127.0.0.1 (the
+	// host's, for the rule) off the proxy for clients that read it.
+	text, isErr := bashIn(t, id, `echo "proxy=$HTTP_PROXY"; NO_PROXY= no_proxy= wget -q -O - http://`+addr+`/ok`, "--allow-host", addr)
+	if isErr || !strings.Contains(text, "hello from the host /ok") || !strings.Contains(text, "proxy=http://127.0.0.1:") || strings.Contains(text, "@") {
+		t.Fatalf("allowed: %q (error %v)", text, isErr)
+	}
+	proxy := strings.TrimSpace(strings.SplitN(strings.SplitN(text, "proxy=http://", 2)[1], "\n", 2)[0])
+
+	// ask sends one request to the session's proxy with nc (the answer's
+	// body is the point: wget does not print it) and prints the answer.
+	ask := func(target string) string {
+		return `p=${HTTP_PROXY#http://}; nc ${p%:*} ${p##*:} -e sh -c 'printf "GET http://` + target + `/ HTTP/1.0\r\n\r\n"; cat >&2' 2>&1`
+	}
+	text, _ = bashIn(t, id, ask(addr), "--allow-host", "example.com")
+	if want := "pi-sandbox: egress to " + addr + " denied by policy (allowed: example.com)"; !strings.Contains(text, "403 Forbidden") || !strings.Contains(text, want) {
+		t.Errorf("no rule for the server: %q, want 403 and %q", text, want)
+	}
+	text, _ = bashIn(t, id, ask("localhost:"+port), "--allow-host", "localhost:"+port)
+	if !strings.Contains(text, "403 Forbidden") || !strings.Contains(text, "localhost resolves to") || !strings.Contains(text, "loopback") {
+		t.Errorf("a name resolving to loopback: %q", text)
+	}
+	text, _ = bashIn(t, id, ask("169.254.169.254"), "--allow-host", "example.com")
+	if !strings.Contains(text, "403 Forbidden") || !strings.Contains(text, "egress to 169.254.169.254:80 denied by policy") {
+		t.Errorf("the metadata address: %q", text)
+	}
+	// The first session's proxy is gone with it.
+	text, _ = bashIn(t, id, `HTTP_PROXY=http://`+proxy+`; `+ask(addr)+`; echo "rc=$?"`)
+	if strings.Contains(text, "hello from the host") || !strings.Contains(text, "rc=1") {
+		t.Errorf("the first session's proxy still answers: %q", text)
+	}
+
+	// Without the helper there is no way out, and the call says so; a
+	// malformed rule is a usage error naming it.
+	if _, errs, code := pi(t, "", "tool", "--container", id, "--no-helper", "--allow-host", addr, "ls", "{}"); code == 0 || !strings.Contains(errs, "egress proxy") || !strings.Contains(errs, "helper") {
+		t.Errorf("--no-helper with a rule: exit %d, stderr %q", code, errs)
+	}
+	if _, errs, code := pi(t, "", "tool", "--container", id, "--allow-host", "https://example.com", "ls", "{}"); code != 2 || !strings.Contains(errs, `"https://example.com"`) {
+		t.Errorf("a malformed rule: exit %d, stderr %q", code, errs)
+	}
+}
