@@ -12,12 +12,25 @@ export TESTCONTAINERS_RYUK_DISABLED := true
 
 all: build
 
-# Two static binaries: the CLI, and next to it the slim in-target helper it
-# runs locally and uploads into containers and ssh hosts.
+# Static binaries: the CLI, and next to it the slim in-target helper it runs
+# locally (pi-sandbox-shim) and mounts or uploads into containers, pods and ssh
+# hosts — pi-sandbox-shim-linux-ARCH for each of SHIM_ARCHES, chosen by the
+# target's architecture. On Linux pi-sandbox-shim is a hard link to the one of
+# this host's architecture.
 SHIM ?= $(dir $(BIN))pi-sandbox-shim
+SHIM_ARCHES ?= amd64 arm64
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN) ./cmd/pi-sandbox
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(SHIM) ./cmd/pi-sandbox-shim
+	for a in $(SHIM_ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags='-s -w' -o $(SHIM)-linux-$$a ./cmd/pi-sandbox-shim || exit 1; \
+	done
+	@set -e; os=$$($(GO) env GOOS); arch=$$($(GO) env GOARCH); \
+	if [ "$$os" = linux ] && [ -f $(SHIM)-linux-$$arch ]; then \
+	  echo "ln -f $(SHIM)-linux-$$arch $(SHIM)"; ln -f $(SHIM)-linux-$$arch $(SHIM) 2>/dev/null || cp -f $(SHIM)-linux-$$arch $(SHIM); \
+	else \
+	  echo "CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(SHIM) ./cmd/pi-sandbox-shim"; \
+	  CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $(SHIM) ./cmd/pi-sandbox-shim; \
+	fi
 
 # Unit tests, the conformance suite on every backend, and the integration tests.
 # The slim static binary is the helper the tests run locally and upload. When an engine
