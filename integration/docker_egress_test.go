@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -63,5 +65,46 @@ func TestDockerEgress(t *testing.T) {
 	}
 	if _, errs, code := pi(t, "", "tool", "--container", id, "--allow-host", "https://example.com", "ls", "{}"); code != 2 || !strings.Contains(errs, `"https://example.com"`) {
 		t.Errorf("a malformed rule: exit %d, stderr %q", code, errs)
+	}
+}
+
+// TestDockerEgressInject: a plain-HTTP request of a command in an `up`
+// sandbox reaches a host-side server with the header an inject rule adds
+// outside the target (the client's own value replaced); the value is not
+// in the command's environment or the sandbox's files, and a result that
+// shows it (the server echoes it) has it redacted. A rule naming an unset
+// variable is refused (exit 2) naming it.
+func TestDockerEgressInject(t *testing.T) {
+	needDocker(t)
+	const secret = "tok-inject-7d21e9b0"
+	t.Setenv("PI_TEST_INJECT_TOKEN", secret)
+	seen := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Authorization")
+		io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	policy := filepath.Join(t.TempDir(), "policy.json")
+	rule := fmt.Sprintf(`{"network":{"inject":[{"host":%q,"header":"Authorization","value":"Bearer ${PI_TEST_INJECT_TOKEN}"}]}}`, addr)
+	if err := os.WriteFile(policy, []byte(rule), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id, _ := piUp(t, "egress-inject")
+
+	text, isErr := bashIn(t, id, `NO_PROXY= no_proxy= wget -q -O - --header "Authorization: Bearer mine" http://`+addr+`/x; echo; env | grep -c PI_TEST_INJECT_TOKEN; grep -rl `+secret+` /workspace /tmp /var/lib/pi-sandbox 2>/dev/null | wc -l`, "--config", policy)
+	if isErr || !strings.Contains(text, "you sent Bearer [REDACTED]") || strings.Contains(text, secret) {
+		t.Fatalf("through the proxy: %q (error %v)", text, isErr)
+	}
+	if got := <-seen; got != "Bearer "+secret {
+		t.Errorf("the server saw Authorization %q", got)
+	}
+	if lines := strings.Fields(text); len(lines) < 2 || lines[len(lines)-2] != "0" || lines[len(lines)-1] != "0" {
+		t.Errorf("the value in the environment or files: %q", text)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.json")
+	os.WriteFile(bad, []byte(`{"network":{"inject":[{"host":"api.example.com","header":"Authorization","value":"${PI_TEST_UNSET_VAR}"}]}}`), 0o600)
+	if _, errs, code := pi(t, "", "tool", "--container", id, "--config", bad, "ls", "{}"); code != 2 || !strings.Contains(errs, "${PI_TEST_UNSET_VAR}") {
+		t.Errorf("an unset variable: exit %d, stderr %q", code, errs)
 	}
 }

@@ -38,8 +38,15 @@ type egress struct {
 }
 
 // startEgress listens on the target's loopback through b and serves the
-// proxy there; audit, when set, gets a line per connection.
-func startEgress(ctx context.Context, b ops.Backend, rules egressRules, max int, audit *auditLog) (*egress, error) {
+// proxy there with the policy's rules; audit, when set, gets a line per
+// connection.
+func startEgress(ctx context.Context, b ops.Backend, pol *compiledPolicy, np NetworkPolicy, audit *auditLog) (*egress, error) {
+	rules, inject := pol.egress, pol.inject
+	info := b.Info()
+	shared := info.Has(ops.CapSharedLoopback)
+	if shared && len(inject.rules) > 0 && !np.AllowSharedInject {
+		return nil, ops.ConfigError("sandbox: network inject rules on %s need --allow-shared-inject (policy network.allowSharedInject): the proxy listens on a loopback the host's other users share, and a process of the sandbox's user can read the proxy's credential and have the header added", info.Backend)
+	}
 	tl, ok := b.(ops.TargetListener)
 	if !ok {
 		return nil, fmt.Errorf("sandbox: network allow rules: %w: backend %s cannot listen in its target for the egress proxy", ops.ErrUnsupported, b.Info().Backend)
@@ -48,8 +55,6 @@ func startEgress(ctx context.Context, b ops.Backend, rules egressRules, max int,
 	if err != nil {
 		return nil, fmt.Errorf("sandbox: network allow rules need the egress proxy in the target (and so the helper): %w", err)
 	}
-	info := b.Info()
-	shared := info.Has(ops.CapSharedLoopback)
 	token := ""
 	if shared {
 		var k [16]byte
@@ -57,8 +62,9 @@ func startEgress(ctx context.Context, b ops.Backend, rules egressRules, max int,
 		token = hex.EncodeToString(k[:])
 	}
 	p := newEgressProxy(ln, rules, token)
-	if max > 0 {
-		p.max = max
+	p.inject = inject
+	if np.MaxConnections > 0 {
+		p.max = np.MaxConnections
 	}
 	if audit != nil {
 		p.audit = audit.writeEgress
@@ -79,6 +85,9 @@ func startEgress(ctx context.Context, b ops.Backend, rules egressRules, max int,
 			"NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
 		},
 		limit: []string{fmt.Sprintf("egress: only through the session's proxy on the target's 127.0.0.1:%d, to %s", port, rules)},
+	}
+	if len(inject.rules) > 0 {
+		e.limit = append(e.limit, "egress: headers added outside the target to plain-HTTP requests for "+inject.String())
 	}
 	if shared {
 		e.limit = append(e.limit, AdvisoryEgress)

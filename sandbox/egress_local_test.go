@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -120,3 +122,77 @@ func TestEgressNeedsListener(t *testing.T) {
 
 // noListener hides every optional capability of a backend.
 type noListener struct{ ops.Backend }
+
+// TestEgressLocalInject: on the shared loopback inject rules need
+// AllowSharedInject; with it a command's plain-HTTP request through the
+// proxy reaches the server with the header, the variable the rule names
+// is not among the command's environment, and a result that holds the
+// value shows it redacted.
+func TestEgressLocalInject(t *testing.T) {
+	const secret = "tok-inject-4f9a1c"
+	t.Setenv("PI_TEST_INJECT_TOKEN", secret)
+	got := make(chan string, 1)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.Header.Get("Authorization")
+		io.WriteString(w, "echo "+r.Header.Get("Authorization"))
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pol := sandbox.Policy{Network: sandbox.NetworkPolicy{Inject: []sandbox.InjectRule{
+		{Host: srv.Listener.Addr().String(), Header: "Authorization", Value: "Bearer ${PI_TEST_INJECT_TOKEN}"}}}}
+	b, err := local.New(ctx, local.Config{WorkDir: t.TempDir(), SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sandbox.OpenBackend(ctx, b, sandbox.Config{Policy: pol})
+	if !errors.Is(err, ops.ErrConfig) || !strings.Contains(err.Error(), "--allow-shared-inject") {
+		t.Fatalf("inject on local without AllowSharedInject: %v", err)
+	}
+	pol.Network.AllowSharedInject = true
+	b, err = local.New(ctx, local.Config{WorkDir: t.TempDir(), SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{Policy: pol})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	if lim := strings.Join(sb.Info().Limits, "\n"); !strings.Contains(lim, "(Authorization)") || strings.Contains(lim, secret) {
+		t.Errorf("Info.Limits: %q", lim)
+	}
+	l, err := sb.NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bash := func(cmd string) string {
+		args, _ := json.Marshal(map[string]string{"command": cmd})
+		return l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "1", Name: "bash", Arguments: args}}, nil).Results[0].Result.Content[0].Text
+	}
+	if text := bash(`env | grep -c PI_TEST_INJECT_TOKEN; echo "[$PI_TEST_INJECT_TOKEN]"`); !strings.Contains(text, "0\n[]") {
+		t.Errorf("the command's environment holds the variable: %q", text)
+	}
+	// Go's own client is the command here: curl may be absent.
+	proxy := strings.TrimSpace(bash(`echo "$HTTP_PROXY"`))
+	u, err := url.Parse(proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}}).Get(srv.URL + "/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if h := <-got; h != "Bearer "+secret || string(body) != "echo Bearer "+secret {
+		t.Errorf("the server saw %q, answered %q", h, body)
+	}
+	// A result that holds the value (the server echoed it into a file).
+	if err := os.WriteFile(filepath.Join(b.Info().WorkDir, "echo.txt"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if text := bash(`cat echo.txt`); strings.Contains(text, secret) || !strings.Contains(text, sandbox.Redacted) {
+		t.Errorf("a result with the value: %q", text)
+	}
+}

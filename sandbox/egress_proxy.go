@@ -35,10 +35,11 @@ const (
 // egressProxy is a session's HTTP proxy: it serves the connections the
 // target's listener accepts, and decides and dials on this host.
 type egressProxy struct {
-	rules egressRules
-	ln    net.Listener
-	token string // the credential a shared loopback needs; "": none
-	max   int
+	rules  egressRules
+	ln     net.Listener
+	token  string          // the credential a shared loopback needs; "": none
+	inject *compiledInject // headers added to plain-HTTP requests; nil: none
+	max    int
 	// lookup resolves a name; dial connects to an address already checked.
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 	dial   func(ctx context.Context, network, addr string) (net.Conn, error)

@@ -25,6 +25,13 @@ type NetworkPolicy struct {
 	// MaxConnections bounds the proxy connections open at once (zero:
 	// DefaultMaxEgressConnections); the next is answered 503.
 	MaxConnections int `json:"maxConnections,omitempty"`
+	// Inject adds headers to plain-HTTP requests for a host outside the
+	// target (see [InjectRule]); a rule's host is allowed.
+	Inject []InjectRule `json:"inject,omitempty"`
+	// AllowSharedInject lets inject rules run where the proxy listens on a
+	// loopback other users of the host share (local, ssh): any process
+	// holding the session's proxy credential gets the header added.
+	AllowSharedInject bool `json:"allowSharedInject,omitempty"`
 }
 
 // hostRule is one compiled allow rule.

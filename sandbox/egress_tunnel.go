@@ -118,6 +118,8 @@ func (r *recordConn) RemoteAddr() net.Addr               { return &net.TCPAddr{}
 // reason of a failure.
 func (p *egressProxy) forward(c net.Conn, req *http.Request, up *countConn, host string, port int) (int, string) {
 	rewriteRequest(req)
+	name, ip := normHost(host)
+	p.inject.apply(req.Header, name, ip, port)
 	req.Close = true
 	werr := make(chan error, 1)
 	go func() { werr <- req.Write(up) }()
@@ -141,8 +143,7 @@ func (p *egressProxy) forward(c net.Conn, req *http.Request, up *countConn, host
 }
 
 // rewriteRequest makes a proxied request the origin's: the proxy's own
-// and hop-by-hop headers are dropped. (Headers a rule injects would be
-// set here.)
+// and hop-by-hop headers are dropped.
 func rewriteRequest(req *http.Request) {
 	for _, f := range req.Header.Values("Connection") {
 		for _, name := range strings.Split(f, ",") {

@@ -162,6 +162,8 @@ func (p *Policy) Merge(q Policy) {
 		p.AuditLog = q.AuditLog
 	}
 	p.Network.Allow = append(p.Network.Allow, q.Network.Allow...)
+	p.Network.Inject = append(p.Network.Inject, q.Network.Inject...)
+	p.Network.AllowSharedInject = p.Network.AllowSharedInject || q.Network.AllowSharedInject
 	if q.Network.MaxConnections != 0 {
 		p.Network.MaxConnections = q.Network.MaxConnections
 	}
@@ -234,6 +236,7 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 		p.Network.Allow = append(p.Network.Allow, v)
 		return nil
 	})
+	fs.BoolVar(&p.Network.AllowSharedInject, "allow-shared-inject", p.Network.AllowSharedInject, "let network inject rules run on local and ssh, where the proxy's loopback is shared with the host's other users")
 	fs.IntVar(&p.Network.MaxConnections, "max-egress-connections", p.Network.MaxConnections, "at most `N` egress proxy connections open at once (default 256)")
 }
 

@@ -46,16 +46,19 @@ func (e EnvPolicy) setEnv() []string {
 // override them). A backend whose commands start from the host environment
 // (ops.CapHostEnv, the local backend) keeps it while Allow is nil (pi's
 // behaviour); once Allow is set its base becomes the allowed host
-// variables alone. Output is redacted as it streams for the calls the
+// variables alone. The variables drop names (an inject rule's) are never
+// passed from the host. Output is redacted as it streams for the calls the
 // policy's redaction marked ([withStreamRedaction]).
-func toolOptions(info ops.Info, e EnvPolicy) tools.Options {
-	host, set := e.hostEnv(os.Environ()), e.setEnv()
+func toolOptions(info ops.Info, e EnvPolicy, drop []string) tools.Options {
+	host, set := withoutNames(e.hostEnv(os.Environ()), drop), e.setEnv()
 	opts := tools.Options{Output: redactOutput}
 	switch {
 	case !info.Has(ops.CapHostEnv):
 		opts.Env = append(host, set...)
 	case e.Allow != nil:
 		opts.Env, opts.BaseEnv = set, append([]string{}, host...)
+	case len(drop) > 0:
+		opts.Env, opts.BaseEnv = set, withoutNames(os.Environ(), drop)
 	default:
 		opts.Env = set
 	}

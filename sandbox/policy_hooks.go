@@ -15,6 +15,7 @@ type compiledPolicy struct {
 	denyTools []string
 	redact    *redactor
 	egress    egressRules
+	inject    *compiledInject
 }
 
 // compilePolicy compiles p; lookup reads the secrets' host environment
@@ -31,7 +32,10 @@ func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolic
 			return nil, err
 		}
 	}
-	if cp.redact, err = compileRedactor(p.Redact, secretValues(p, lookup)); err != nil {
+	if cp.inject, err = compileInject(p.Network.Inject, lookup); err != nil {
+		return nil, err
+	}
+	if cp.redact, err = compileRedactor(p.Redact, secretValues(p, lookup), cp.inject.secrets...); err != nil {
 		return nil, err
 	}
 	for _, pat := range p.Env.Allow {
@@ -42,6 +46,7 @@ func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolic
 	if cp.egress, err = compileHostRules(p.Network.Allow); err != nil {
 		return nil, err
 	}
+	cp.egress = append(cp.egress, cp.inject.allowRules()...)
 	if p.Network.MaxConnections < 0 {
 		return nil, ops.ConfigError("sandbox: policy: network maxConnections %d is negative", p.Network.MaxConnections)
 	}

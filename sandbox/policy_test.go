@@ -322,21 +322,21 @@ func TestEnvRemoteBackends(t *testing.T) {
 	remote := ops.Info{Backend: "docker"}
 	host := ops.Info{Backend: "local", Capabilities: []string{ops.CapHostEnv}}
 
-	o := toolOptions(remote, e)
+	o := toolOptions(remote, e, nil)
 	if got := strings.Join(o.Env, " "); got != "PI_TEST_PASS=passed A=1" || o.BaseEnv != nil {
 		t.Errorf("remote: env %q, base %q (want none)", got, o.BaseEnv)
 	}
-	if o := toolOptions(remote, EnvPolicy{}); len(o.Env) != 0 || o.BaseEnv != nil {
+	if o := toolOptions(remote, EnvPolicy{}, nil); len(o.Env) != 0 || o.BaseEnv != nil {
 		t.Errorf("an empty policy on a remote backend: env %q, base %q", o.Env, o.BaseEnv)
 	}
-	o = toolOptions(host, e)
+	o = toolOptions(host, e, nil)
 	if got := strings.Join(o.Env, " "); got != "A=1" || strings.Join(o.BaseEnv, " ") != "PI_TEST_PASS=passed" {
 		t.Errorf("host-env backend: base %q, env %q", o.BaseEnv, got)
 	}
-	if o := toolOptions(host, EnvPolicy{Allow: []string{}}); o.BaseEnv == nil || len(o.BaseEnv) != 0 {
+	if o := toolOptions(host, EnvPolicy{Allow: []string{}}, nil); o.BaseEnv == nil || len(o.BaseEnv) != 0 {
 		t.Errorf("an empty allow list: base %#v, want empty, not nil", o.BaseEnv)
 	}
-	if o := toolOptions(host, EnvPolicy{Set: map[string]string{"A": "1"}}); o.BaseEnv != nil || strings.Join(o.Env, " ") != "A=1" {
+	if o := toolOptions(host, EnvPolicy{Set: map[string]string{"A": "1"}}, nil); o.BaseEnv != nil || strings.Join(o.Env, " ") != "A=1" {
 		t.Errorf("no allow list: the host base was replaced (%q) or env %q", o.BaseEnv, o.Env)
 	}
 }

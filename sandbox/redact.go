@@ -30,9 +30,14 @@ type redactor struct {
 }
 
 // compileRedactor reads the named variables' values through values (nil:
-// none are read).
-func compileRedactor(p RedactPolicy, values func(string) []string) (*redactor, error) {
+// none are read); extra are more literal secrets.
+func compileRedactor(p RedactPolicy, values func(string) []string, extra ...string) (*redactor, error) {
 	var lits []string
+	for _, v := range extra {
+		if len(v) >= minSecretLen {
+			lits = append(lits, v)
+		}
+	}
 	if values != nil {
 		for _, name := range p.Env {
 			for _, v := range values(name) {

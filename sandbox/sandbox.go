@@ -60,9 +60,9 @@ func newSandbox(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error
 	// tool's commands: the tools call b itself, with all it offers.
 	// Streamed output is redacted before the tool cuts a window of it.
 	// With network rules the commands also get the session's proxy.
-	opts := toolOptions(b.Info(), cfg.Policy.Env)
+	opts := toolOptions(b.Info(), cfg.Policy.Env, pol.inject.names)
 	if len(pol.egress) > 0 {
-		if s.egress, err = startEgress(ctx, b, pol.egress, cfg.Policy.Network.MaxConnections, s.audit); err != nil {
+		if s.egress, err = startEgress(ctx, b, pol, cfg.Policy.Network, s.audit); err != nil {
 			if s.audit != nil {
 				s.audit.close()
 			}
