@@ -105,3 +105,25 @@ func TestPodmanConformance(t *testing.T) {
 	t.Run("helper", func(t *testing.T) { opstest.TestBackend(t, open(false)) })
 	t.Run("nohelper", func(t *testing.T) { opstest.TestBackendCore(t, open(true), podmanGaps) })
 }
+
+// TestPodmanNetwork: egress, inject and Dial (checkNetwork) through the
+// helper of a hardened container in Podman.
+func TestPodmanNetwork(t *testing.T) {
+	cli := podmanClient(t)
+	l := labels()
+	l["pi-sandbox.test"] = "network-podman"
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	id, err := docker.Up(ctx, docker.Config{Client: cli, Image: "pi-sandbox/busybox", Labels: l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := docker.Down(ctx, cli, id); err != nil {
+			t.Error(err)
+		}
+	})
+	checkNetwork(t, newBackend(t, docker.Config{Client: cli, Container: id}))
+}
