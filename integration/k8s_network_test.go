@@ -78,8 +78,8 @@ func checkNetwork(t *testing.T, b ops.Backend) {
 		}
 		return r.Content[0].Text
 	}
-	text := bash(`NO_PROXY= no_proxy= wget -q -O - http://` + addr + `/x; echo; env | grep -c PI_TEST_INJECT_TOKEN`)
-	if !strings.Contains(text, "you sent Bearer [REDACTED]") || strings.Contains(text, secret) || !strings.Contains(text, "\n0") {
+	text := bash(`NO_PROXY= no_proxy= wget -q -O - http://` + addr + `/x; echo; env | grep -c PI_TEST_INJECT_TOKEN; true`)
+	if !strings.Contains(text, "you sent [REDACTED]") || strings.Contains(text, secret) || !strings.Contains(text, "\n0") {
 		t.Errorf("through the proxy: %q", text)
 	}
 	select {
