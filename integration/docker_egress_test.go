@@ -77,14 +77,7 @@ func TestDockerEgress(t *testing.T) {
 func TestDockerEgressInject(t *testing.T) {
 	needDocker(t)
 	const secret = "tok-inject-7d21e9b0"
-	t.Setenv("PI_TEST_INJECT_TOKEN", secret)
-	seen := make(chan string, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Get("Authorization")
-		io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
-	}))
-	defer srv.Close()
-	addr := srv.Listener.Addr().String()
+	addr, seen := injectServer(t, secret)
 	policy := filepath.Join(t.TempDir(), "policy.json")
 	rule := fmt.Sprintf(`{"network":{"inject":[{"host":%q,"header":"Authorization","value":"Bearer ${PI_TEST_INJECT_TOKEN}"}]}}`, addr)
 	if err := os.WriteFile(policy, []byte(rule), 0o600); err != nil {
@@ -108,4 +101,18 @@ func TestDockerEgressInject(t *testing.T) {
 	if _, errs, code := pi(t, "", "tool", "--container", id, "--config", bad, "ls", "{}"); code != 2 || !strings.Contains(errs, "${PI_TEST_UNSET_VAR}") {
 		t.Errorf("an unset variable: exit %d, stderr %q", code, errs)
 	}
+}
+
+// injectServer sets PI_TEST_INJECT_TOKEN to secret and starts a host-side
+// server that answers with the Authorization header it got (echoing it)
+// and sends it on the channel; it returns the server's address.
+func injectServer(t *testing.T, secret string) (string, <-chan string) {
+	t.Setenv("PI_TEST_INJECT_TOKEN", secret)
+	seen := make(chan string, 4)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen <- r.Header.Get("Authorization")
+		io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String(), seen
 }

@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"syscall"
 	"testing"
@@ -47,14 +45,7 @@ func TestK8sNetwork(t *testing.T) {
 func checkNetwork(t *testing.T, b ops.Backend) {
 	t.Helper()
 	const secret = "tok-net-inject-52c7e1"
-	t.Setenv("PI_TEST_INJECT_TOKEN", secret)
-	seen := make(chan string, 4)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		seen <- r.Header.Get("Authorization")
-		io.WriteString(w, "you sent "+r.Header.Get("Authorization"))
-	}))
-	defer srv.Close()
-	addr := srv.Listener.Addr().String()
+	addr, seen := injectServer(t, secret)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{Policy: sandbox.Policy{Network: sandbox.NetworkPolicy{
