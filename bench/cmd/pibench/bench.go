@@ -25,6 +25,8 @@ type results struct {
 	GrepNote string    `json:"grepGoSrcNote,omitempty"`
 	// Pools is the pools section (docker).
 	Pools *poolStats `json:"pools,omitempty"`
+	// Net is the network section (docker runc).
+	Net *netStats `json:"network,omitempty"`
 }
 
 type backendStats struct {
@@ -107,6 +109,12 @@ func runBench(ctx context.Context, o *options) error {
 		res.Targets = poolTargets(res)
 		return writeResults(o, res)
 	}
+	if o.netOnly {
+		res.Net = netBench(ctx, o, p)
+		res.Seconds = time.Since(start).Seconds()
+		res.Targets = netTargets(res)
+		return writeResults(o, res)
+	}
 	for _, name := range o.backends {
 		if ctx.Err() != nil {
 			break
@@ -129,8 +137,11 @@ func runBench(ctx context.Context, o *options) error {
 	if o.has("docker") && ctx.Err() == nil {
 		res.Pools = poolBench(ctx, o, p)
 	}
+	if o.has("docker") && ctx.Err() == nil {
+		res.Net = netBench(ctx, o, p)
+	}
 	res.Seconds = time.Since(start).Seconds()
-	res.Targets = append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...)
+	res.Targets = append(append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...), netTargets(res)...)
 	return writeResults(o, res)
 }
 

@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-net-only] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -38,6 +38,7 @@ type options struct {
 	hardening2    bool
 	grepOnly      bool
 	poolOnly      bool
+	netOnly       bool
 	poolN         int
 	poolDensity   int
 	poolImage     string
@@ -100,6 +101,7 @@ func main() {
 	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
 	fs.BoolVar(&o.grepOnly, "grep-only", false, "bench: only grep on a copy of Go's source tree against rg (local backend)")
 	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker)")
+	fs.BoolVar(&o.netOnly, "net-only", false, "bench: only the network section (port tunnel latency, bulk and RSS, egress proxy latency; docker runc, image -pool-image)")
 	fs.IntVar(&o.poolN, "pool-n", 0, "bench: claims per pools op (0: 20, -quick 5)")
 	fs.IntVar(&o.poolDensity, "pool-density", 20, "bench: idle members the pools density run fills (100 for the large run)")
 	fs.StringVar(&o.poolImage, "pool-image", "pi-sandbox/busybox", "bench: image of the pools section and of its docker run baseline")
