@@ -32,9 +32,11 @@ func TestRelayKilledShimLeavesNothing(t *testing.T) {
 		pidFiles = append(pidFiles, f)
 		// The even trials kill the shim once setsid has run (the child
 		// wrote its pid); the odd ones race with it, as a command would.
-		command := fmt.Sprintf("setsid sh -c 'echo $$ > %s; exec sleep 300' & while [ ! -s %s ]; do sleep 0.01; done; kill -9 $PPID; sleep 30", f, f)
+		// The pid file appears whole (a rename) or not at all: a child
+		// killed between creating and writing it leaves no empty file.
+		command := fmt.Sprintf("setsid sh -c 'echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 300' & while [ ! -s %s ]; do sleep 0.01; done; kill -9 $PPID; sleep 30", f, f, f, f)
 		if i%2 == 1 {
-			command = fmt.Sprintf("kill -9 $PPID; setsid sh -c 'echo $$ > %s; exec sleep 300' & sleep 30", f)
+			command = fmt.Sprintf("kill -9 $PPID; setsid sh -c 'echo $$ > %s.tmp && mv %s.tmp %s; exec sleep 300' & sleep 30", f, f, f)
 		}
 		err := c.Run(t.Context(), &ops.Cmd{Command: command, Timeout: 5 * time.Second})
 		var ee *ops.ExitError
