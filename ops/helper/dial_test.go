@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
@@ -81,6 +82,38 @@ func TestDialEcho(t *testing.T) {
 	}
 	if !bytes.Equal(back, data) {
 		t.Fatalf("echoed %d bytes, not the %d sent", len(back), len(data))
+	}
+}
+
+// TestDialExactBuffers: a target that sends whole multiples of the relay's
+// read buffer and then waits for an answer is not left waiting: what a
+// read that filled the buffer took goes on without a flush of its own.
+func TestDialExactBuffers(t *testing.T) {
+	for _, size := range []int{256 << 10, 512 << 10} {
+		port := listen(t, func(c net.Conn) {
+			c.Write(make([]byte, size))
+			ack := make([]byte, 3)
+			if _, err := io.ReadFull(c, ack); err == nil {
+				c.Write(ack)
+			}
+		})
+		c, err := dialer(t, open(t)).DialTarget(t.Context(), port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A stalled relay fails the test (the connection closed) rather
+		// than hanging it.
+		stall := time.AfterFunc(time.Minute, func() { c.Close() })
+		if _, err := io.ReadFull(c, make([]byte, size)); err != nil {
+			t.Fatalf("%d bytes: %v", size, err)
+		}
+		io.WriteString(c, "ack")
+		got := make([]byte, 3)
+		if _, err := io.ReadFull(c, got); err != nil || string(got) != "ack" {
+			t.Fatalf("after %d bytes: %q, %v", size, got, err)
+		}
+		stall.Stop()
+		c.Close()
 	}
 }
 

@@ -13,13 +13,13 @@ import (
 )
 
 // dialBuffer is the most read from the target's connection before it is
-// sent on (and flushed) as one DATA frame.
-const dialBuffer = 64 << 10
+// sent on as one DATA frame (the size of a command's output frames).
+const dialBuffer = 256 << 10
 
 // handleDial connects to 127.0.0.1:PORT in the target and relays both
 // ways: the request body to the connection (its end half-closes it), the
-// connection to the reply body, each read flushed at once so interactive
-// protocols work. The reply ends when the target's side does, or when the
+// connection to the reply body, flushed whenever a read returns all there
+// was, so interactive protocols work. The reply ends when the target's side does, or when the
 // client goes away.
 func (s *server) handleDial(w http.ResponseWriter, r *http.Request) {
 	var req proto.DialRequest
@@ -41,8 +41,8 @@ func (s *server) handleDial(w http.ResponseWriter, r *http.Request) {
 }
 
 // relayConn relays between c and the stream of r: the request body to c
-// (its end half-closes c), c to the reply body, each read flushed at once
-// so interactive protocols work. It closes c when either side ends.
+// (its end half-closes c), c to the reply body, flushed whenever a read
+// returns all there was, so interactive protocols work. It closes c when either side ends.
 func relayConn(w http.ResponseWriter, r *http.Request, c net.Conn) {
 	defer c.Close()
 	// The client went away (or the session ended): the connection closes
@@ -65,6 +65,9 @@ func relayConn(w http.ResponseWriter, r *http.Request, c net.Conn) {
 			tc.CloseWrite()
 		}
 	}()
+	// A read that filled the buffer has more behind it: it goes on
+	// without a flush of its own, so a bulk transfer crosses in large
+	// frames; any shorter read (all there was) is flushed at once.
 	buf := make([]byte, dialBuffer)
 	for {
 		n, err := c.Read(buf)
@@ -72,7 +75,7 @@ func relayConn(w http.ResponseWriter, r *http.Request, c net.Conn) {
 			if _, werr := w.Write(buf[:n]); werr != nil {
 				return
 			}
-			if rc.Flush() != nil {
+			if n < len(buf) && rc.Flush() != nil {
 				return
 			}
 		}
