@@ -168,11 +168,11 @@ func TestDockerPoolLifecycle(t *testing.T) {
 	}
 }
 
-// TestDockerPoolConcurrentClaims: 16 concurrent claims from a pool of 16
-// get 16 distinct members.
+// TestDockerPoolConcurrentClaims: 32 concurrent claims from a pool of 32
+// get 32 distinct members.
 func TestDockerPoolConcurrentClaims(t *testing.T) {
 	t.Parallel()
-	const n = 16
+	const n = 32
 	name, flags := newPool(t, "pool-conc")
 	filled := poolFill(t, name, n, flags...)
 	ids := claimAll(t, name, n, "--no-cold")
@@ -186,14 +186,14 @@ func TestDockerPoolConcurrentClaims(t *testing.T) {
 	}
 }
 
-// TestDockerPoolRace: 64 claimers race over a pool of 8 with --no-cold:
-// exactly 8 distinct winners, the rest refused with the reason.
+// TestDockerPoolRace: 200 claimers race over a pool of 16 with --no-cold:
+// exactly 16 distinct winners, the rest refused with the reason.
 func TestDockerPoolRace(t *testing.T) {
 	t.Parallel()
 	name, flags := newPool(t, "pool-race")
-	poolFill(t, name, 8, flags...)
-	if ids := claimAll(t, name, 64, "--no-cold"); len(ids) != 8 {
-		t.Fatalf("%d distinct winners, want 8", len(ids))
+	poolFill(t, name, 16, flags...)
+	if ids := claimAll(t, name, 200, "--no-cold"); len(ids) != 16 {
+		t.Fatalf("%d distinct winners, want 16", len(ids))
 	}
 }
 
