@@ -79,9 +79,12 @@
 // helper), the bash tool's commands get HTTP_PROXY and its peers, and each
 // connection is decided and dialled on this host (allow rules, resolved
 // addresses checked, TLS server name checked; one [EgressEntry] audit line
-// each). Close closes the proxy. On backends whose loopback is shared
-// ([ops.CapSharedLoopback]) the proxy needs a per-session credential and
-// Info.Limits says the policy is advisory.
+// each). [InjectRule]s add a header to plain-HTTP requests for a host on
+// this host's side, from a host variable that commands never get and
+// results never show. Close closes the proxy. On backends whose loopback
+// is shared ([ops.CapSharedLoopback]) the proxy needs a per-session
+// credential, Info.Limits says the policy is advisory, and inject rules
+// need NetworkPolicy.AllowSharedInject.
 //
 // The escape suite every backend runs is in package sandboxtest.
 package sandbox
