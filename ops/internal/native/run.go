@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -329,7 +330,15 @@ loop:
 	}
 	if warm == nil {
 		// The final group kill, always: without the background registry,
-		// what the command left running dies with the call.
+		// what the command left running dies with the call. A pooled
+		// shim's "started" line may have been read only now (its reader
+		// lags under load; the shim stopped or killed before the host saw
+		// it): the command's group is taken again from the lines read.
+		if diag != nil {
+			if g := int(diag.group.Load()); g > 0 && !slices.Contains(groups, g) {
+				groups = append(groups, g)
+			}
+		}
 		killGroups(groups...)
 	}
 	if warm == nil && diag != nil && diag.limits != "" {
@@ -395,8 +404,36 @@ func stop(cmd *exec.Cmd, groups []int, waitCh <-chan error, shim bool) {
 		case <-time.After(shimStopWait):
 		}
 	}
+	// A shim that did not finish may be stopped (its command can stop
+	// it) before it reported its command's group: the groups of its
+	// children (still its own while it is stopped) die with it.
+	if shim {
+		groups = append(groups, childGroups(cmd.Process.Pid, groups)...)
+	}
 	killGroups(groups...)
 	<-waitCh
+}
+
+// childGroups returns the process groups of parent's children that are
+// not among known, read from /proc.
+func childGroups(parent int, known []int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, e := range entries {
+		_, f := procStatFields(e.Name())
+		if len(f) < 3 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(string(f[1]))
+		pgrp, _ := strconv.Atoi(string(f[2]))
+		if ppid == parent && pgrp > 0 && !slices.Contains(known, pgrp) && !slices.Contains(out, pgrp) {
+			out = append(out, pgrp)
+		}
+	}
+	return out
 }
 
 func killGroups(pgids ...int) {
