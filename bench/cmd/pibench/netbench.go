@@ -20,7 +20,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
 )
 
-// netStats is the network section (issue 27, docker runc): the `port`
+// netStats is the network section (docker runc): the `port`
 // tunnel's latency and bulk rate against a port published by docker, the
 // egress proxy's latency against a request that stays in the target, and
 // the RSS of the `port` process during a long transfer.
