@@ -65,6 +65,16 @@ type patchWriter struct {
 	w    *bufio.Writer
 }
 
+// readBoth reads a change's old and new sides.
+func (p *patchWriter) readBoth(old, new *Entry) (content, content, error) {
+	oc, err := p.read(old, false)
+	if err != nil {
+		return content{}, content{}, err
+	}
+	nc, err := p.read(new, true)
+	return oc, nc, err
+}
+
 // content is a side's bytes; nil with binary true when too large.
 type content struct {
 	data   []byte
@@ -169,11 +179,7 @@ func (p *patchWriter) patch(cs []Change) error {
 				continue
 			}
 		}
-		oc, err := p.read(c.Old, false)
-		if err != nil {
-			return err
-		}
-		nc, err := p.read(c.New, true)
+		oc, nc, err := p.readBoth(c.Old, c.New)
 		if err != nil {
 			return err
 		}
@@ -327,11 +333,7 @@ func (p *patchWriter) stat(cs []Change) error {
 	var tadd, tdel int
 	for _, c := range fileChanges(cs) {
 		r := row{name: gitQuote(c.Path)}
-		oc, err := p.read(c.Old, false)
-		if err != nil {
-			return err
-		}
-		nc, err := p.read(c.New, true)
+		oc, nc, err := p.readBoth(c.Old, c.New)
 		if err != nil {
 			return err
 		}
