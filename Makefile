@@ -8,7 +8,7 @@ TIMEOUT ?= 60m
 
 export TESTCONTAINERS_RYUK_DISABLED := true
 
-.PHONY: all build test test-unit lint images runtimes podman bench faults demo clean cluster cluster-down cluster-test
+.PHONY: all build test test-unit lint images runtimes podman bench faults demo clean cluster cluster-build cluster-down cluster-test
 
 all: build
 
@@ -102,11 +102,15 @@ demo: build
 # A single-node Kubernetes cluster on this machine (hack/cluster): built from Go modules and
 # Debian packages (cached by version, minutes the first time), started in the background; the
 # last line printed is its kubeconfig. Needs root and the Docker engine (for the images).
-# CLUSTER_JOBS raises the build parallelism (go build -p, GOMAXPROCS).
+# make cluster-build only fills that cache. CLUSTER_JOBS raises the build parallelism (go build
+# -p, GOMAXPROCS).
 CLUSTER_JOBS ?= 1
 CLUSTER      = $(GO) run ./hack/cluster -jobs $(CLUSTER_JOBS)
 cluster:
 	@$(CLUSTER) up
+
+cluster-build:
+	@$(CLUSTER) build
 
 cluster-down:
 	@$(CLUSTER) down

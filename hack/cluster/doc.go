@@ -1,14 +1,16 @@
 // Command cluster brings up and tears down the single-node Kubernetes development cluster
 // used by the k8s backend's tests (make cluster, make cluster-down).
 //
-// Everything is built from published Go modules and Debian packages, as
-// /work/shared/research/kubernetes.md §3.1 describes: kube-apiserver,
+// Everything is built from published Go modules and Debian packages: kube-apiserver,
 // kube-controller-manager, kube-scheduler, kubelet and kubectl from k8s.io/kubernetes
 // through the wrapper module in tools/k8s; containerd, its runc shim and ctr from
 // github.com/containerd/containerd/v2 through tools/containerd (Debian's containerd 1.6
 // drops CRI exec stderr and truncates exec stdin); etcd and the CNI plugins unpacked from
 // Debian's .debs; the pause image compiled from Kubernetes' pause.c. Binaries are cached
 // by version under $XDG_CACHE_HOME/pi-sandbox/cluster (default ~/.cache).
+//
+// "cluster build" only fills the cache (.ci/run starts it early, beside the image
+// builds, which need the network and the disk more than the CPU).
 //
 // "cluster up" starts the components detached (new session, output in log files under
 // the state directory), waits until the node is Ready, imports the project's images

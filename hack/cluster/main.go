@@ -22,7 +22,8 @@ var images = []string{"pi-sandbox/busybox:latest", "pi-sandbox/debian:latest"}
 func main() {
 	fs := flag.NewFlagSet("cluster", flag.ExitOnError)
 	fs.Usage = func() {
-		fmt.Fprintln(os.Stderr, "usage: cluster [flags] up|down\n\n"+
+		fmt.Fprintln(os.Stderr, "usage: cluster [flags] build|up|down\n\n"+
+			"build: build or unpack what is missing into the cache, and start nothing.\n"+
 			"up: build what is missing, start a single-node cluster in the background and print\n"+
 			"    its kubeconfig path as the last line (only the path if it is already running).\n"+
 			"down: stop the cluster and remove everything it created.\n\nflags:")
@@ -48,6 +49,8 @@ func main() {
 	}
 	if err == nil {
 		switch fs.Arg(0) {
+		case "build":
+			_, err = ensureBins(cfg)
 		case "up":
 			var kubeconfig string
 			kubeconfig, err = up(cfg)
