@@ -23,6 +23,8 @@ const (
 	CheckpointPatch   = "patch"   // a unified patch, written to out
 	CheckpointStat    = "stat"    // git's --stat, written to out
 	CheckpointRestore = "restore" // Ref; Pre is the checkpoint made first
+	CheckpointExport  = "export"  // Ref, as a tar written to out
+	CheckpointImport  = "import"  // a tar read from In; Name renames it
 )
 
 // CheckpointOp is one operation on a workspace's checkpoint store.
@@ -38,6 +40,8 @@ type CheckpointOp struct {
 	Ref string
 	// To is the diff's TO ("": the workspace as it is).
 	To string
+	// In is the tar an import reads.
+	In io.Reader
 }
 
 // CheckpointInfo describes a checkpoint.
@@ -77,6 +81,8 @@ type CheckpointResult struct {
 	List       []CheckpointInfo   // list, oldest first
 	From, To   *CheckpointInfo    // diff (To nil: the workspace)
 	Changes    []CheckpointChange // diff
+	// Size bounds the tar an export writes (known before it starts).
+	Size int64
 }
 
 // CheckpointFS is implemented by backends that checkpoint, compare and

@@ -101,3 +101,30 @@ func (s *Sandbox) Restore(ctx context.Context, ref string) (restored, pre ops.Ch
 	}
 	return *r.Checkpoint, *r.Pre, nil
 }
+
+// ExportCheckpoint writes the checkpoint ref names to w as a tar (PAX
+// format; other tar programs read it): the root "./" first, with the
+// checkpoint's name, time and exclude patterns in a PISANDBOX.checkpoint
+// record, then each directory, file and symbolic link with its mode.
+// ImportCheckpoint of another sandbox, of any backend, takes it.
+func (s *Sandbox) ExportCheckpoint(ctx context.Context, w io.Writer, ref string) (ops.CheckpointInfo, error) {
+	r, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointExport, Ref: ref}, w)
+	if err != nil {
+		return ops.CheckpointInfo{}, err
+	}
+	return *r.Checkpoint, nil
+}
+
+// ImportCheckpoint records the tar ExportCheckpoint wrote as a new
+// checkpoint of this sandbox's working directory (named name, or as the
+// exported one when name is ""), without touching the directory: Restore
+// it to make the directory hold it. A tar that is not an export, an entry
+// whose path leaves the directory (absolute, "..") and hard links,
+// devices or FIFOs are refused (ops.ErrConfig) and nothing is kept.
+func (s *Sandbox) ImportCheckpoint(ctx context.Context, r io.Reader, name string) (ops.CheckpointInfo, error) {
+	res, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointImport, Name: name, In: r}, nil)
+	if err != nil {
+		return ops.CheckpointInfo{}, err
+	}
+	return *res.Checkpoint, nil
+}

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -93,5 +95,56 @@ func TestCheckpointDiffRestoreLocal(t *testing.T) {
 	}
 	if code, _, errs = run(t, "checkpoint", "--workdir", wd, "--exclude", "[x"); code != 2 || !strings.Contains(errs, "not a valid glob") {
 		t.Errorf("a bad pattern: exit %d, %s", code, errs)
+	}
+}
+
+// TestCheckpointExportImportLocal: export from one working directory,
+// import into another (the id alone on stdout), restore there; a tar that
+// is not an export is refused with exit 2 and nothing recorded.
+func TestCheckpointExportImportLocal(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	src, dst := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(src, "d/e"), 0o755)
+	os.WriteFile(filepath.Join(src, "d/e/f.sh"), []byte("#!/bin/sh\necho hi\n"), 0o755)
+	os.Symlink("d/e/f.sh", filepath.Join(src, "link"))
+	code, out, errs := run(t, "checkpoint", "--workdir", src, "--name", "base")
+	if code != 0 {
+		t.Fatalf("checkpoint: exit %d, %s", code, errs)
+	}
+	var tarOut, errb bytes.Buffer
+	if code := runMain(context.Background(), []string{"checkpoint", "export", "base", "--workdir", src}, stdio{strings.NewReader(""), &tarOut, &errb}); code != 0 {
+		t.Fatalf("checkpoint export: exit %d, %s", code, errb.String())
+	}
+	var idOut bytes.Buffer
+	errb.Reset()
+	code = runMain(context.Background(), []string{"checkpoint", "import", "--workdir", dst}, stdio{bytes.NewReader(tarOut.Bytes()), &idOut, &errb})
+	if code != 0 || !regexp.MustCompile(`^[0-9a-f]{12}\n$`).MatchString(idOut.String()) {
+		t.Fatalf("checkpoint import: exit %d, stdout %q, stderr %s", code, idOut.String(), errb.String())
+	}
+	if code, _, errs := run(t, "restore", "--workdir", dst, "base"); code != 0 {
+		t.Fatalf("restore of the imported checkpoint: exit %d, %s", code, errs)
+	}
+	b, err := os.ReadFile(filepath.Join(dst, "link"))
+	fi, _ := os.Stat(filepath.Join(dst, "d/e/f.sh"))
+	if err != nil || string(b) != "#!/bin/sh\necho hi\n" || fi.Mode().Perm() != 0o755 {
+		t.Fatalf("imported tree: %q %v %v", b, fi, err)
+	}
+	if l, _ := os.Readlink(filepath.Join(dst, "link")); l != "d/e/f.sh" {
+		t.Fatalf("link target %q", l)
+	}
+
+	errb.Reset()
+	idOut.Reset()
+	code = runMain(context.Background(), []string{"checkpoint", "import", "--workdir", dst}, stdio{strings.NewReader(strings.Repeat("not a tar ", 200)), &idOut, &errb})
+	if code != 2 || idOut.Len() != 0 || !strings.Contains(errb.String(), "not a checkpoint export") {
+		t.Fatalf("import of junk: exit %d, stdout %q, stderr %s", code, idOut.String(), errb.String())
+	}
+	_, out, _ = run(t, "checkpoint", "ls", "--json", "--workdir", dst)
+	var rows []map[string]any
+	if json.Unmarshal([]byte(out), &rows); len(rows) != 2 { // the import and restore's pre-restore-1
+		t.Fatalf("checkpoints after a refused import: %s", out)
+	}
+	if code, _, errs := run(t, "checkpoint", "export", "--workdir", src); code != 2 || !strings.Contains(errs, "want the ID") {
+		t.Fatalf("export without an id: exit %d, %s", code, errs)
 	}
 }

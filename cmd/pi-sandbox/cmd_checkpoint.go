@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,11 +15,11 @@ import (
 )
 
 func init() {
-	register("checkpoint", &command{summary: "record the working directory (checkpoint ls|rm to list or remove)", run: runCheckpoint})
+	register("checkpoint", &command{summary: "record the working directory (checkpoint ls|rm|export|import)", run: runCheckpoint})
 }
 
 var checkpointSubs = map[string]func(context.Context, []string, stdio) int{
-	"ls": runCheckpointLs, "rm": runCheckpointRm,
+	"ls": runCheckpointLs, "rm": runCheckpointRm, "export": runCheckpointExport, "import": runCheckpointImport,
 }
 
 // withSandbox opens the configured sandbox for a checkpoint command, runs
@@ -56,8 +57,8 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 			return run(ctx, args[1:], io)
 		}
 	}
-	f := newFlags("checkpoint", "[flags] [--name NAME] [--exclude GLOB]... | ls | rm ID", io)
-	f.about = "Records the working directory in the sandbox's checkpoint store, in the target, and prints the\ncheckpoint's id. Unchanged files are recognised by their stat data and not read again. FIFOs,\nsockets and devices are skipped (listed on stderr). 'checkpoint ls' lists the checkpoints,\n'checkpoint rm ID' removes one; diff and restore take an id or a name (the newest with it)."
+	f := newFlags("checkpoint", "[flags] [--name NAME] [--exclude GLOB]... | ls | rm ID | export ID | import", io)
+	f.about = "Records the working directory in the sandbox's checkpoint store, in the target, and prints the\ncheckpoint's id. Unchanged files are recognised by their stat data and not read again. FIFOs,\nsockets and devices are skipped (listed on stderr). 'checkpoint ls' lists the checkpoints,\n'checkpoint rm ID' removes one, 'checkpoint export ID > x.tar' writes one as a tar and\n'checkpoint import < x.tar' records such a tar in this sandbox (of any backend); diff and\nrestore take an id or a name (the newest with it)."
 	name := f.String("name", "", "call the checkpoint `NAME` (diff, restore and rm take it)")
 	var exclude multiFlag
 	f.Var(&exclude, "exclude", "leave out paths matching `GLOB` (a base name at any depth, or a path with /); repeatable")
@@ -66,7 +67,7 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 		return code
 	}
 	if len(rest) != 0 {
-		return f.usageError("takes no arguments (did you mean checkpoint ls or rm?)")
+		return f.usageError("takes no arguments (did you mean checkpoint ls, rm, export or import?)")
 	}
 	if err := checkpoint.CheckExcludes(exclude); err != nil {
 		return f.usageError("%v", err)
@@ -148,6 +149,55 @@ func runCheckpointRm(ctx context.Context, args []string, io stdio) int {
 				return err
 			}
 		}
+		return nil
+	})
+}
+
+// runCheckpointExport is `pi-sandbox checkpoint export [flags] ID > x.tar`.
+func runCheckpointExport(ctx context.Context, args []string, io stdio) int {
+	f := newFlags("checkpoint export", "[flags] ID > x.tar", io)
+	f.about = "Writes a checkpoint (an id, a unique prefix of one, or a name: the newest with it) to stdout as a\ntar (PAX format; tar(1) reads it): directories, files and symbolic links with their modes, and\nthe checkpoint's name and exclude patterns. 'checkpoint import' takes it into another sandbox,\nof any backend. Each file's SHA-256 is checked as it is read from the store."
+	rest, code, ok := f.parse(args)
+	if !ok {
+		return code
+	}
+	if len(rest) != 1 {
+		return f.usageError("want the ID of one checkpoint")
+	}
+	if isTerminal(io.out) {
+		return f.usageError("will not write a tar to a terminal: redirect stdout (checkpoint export %s > x.tar)", rest[0])
+	}
+	return withSandbox(ctx, "checkpoint export", f.cfg, io, func(sb *sandbox.Sandbox) error {
+		bw := bufio.NewWriterSize(io.out, 256<<10)
+		if _, err := sb.ExportCheckpoint(ctx, bw, rest[0]); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// runCheckpointImport is `pi-sandbox checkpoint import [flags] [--name
+// NAME] < x.tar`: it prints the new checkpoint's id.
+func runCheckpointImport(ctx context.Context, args []string, io stdio) int {
+	f := newFlags("checkpoint import", "[flags] [--name NAME] < x.tar", io)
+	f.about = "Records the tar 'checkpoint export' wrote (read from stdin) as a new checkpoint of this\nsandbox's working directory and prints its id; the directory is not touched ('restore ID' makes\nit hold the checkpoint). A tar that is not such an export, a path that leaves the directory\n(absolute, ..), hard links and devices are refused and nothing is kept."
+	name := f.String("name", "", "call the checkpoint `NAME` (default: the exported checkpoint's name)")
+	rest, code, ok := f.parse(args)
+	if !ok {
+		return code
+	}
+	if len(rest) != 0 {
+		return f.usageError("takes no arguments: the tar is read from stdin")
+	}
+	if isTerminal(io.in) {
+		return f.usageError("reads a tar from stdin, which is a terminal: checkpoint import < x.tar")
+	}
+	return withSandbox(ctx, "checkpoint import", f.cfg, io, func(sb *sandbox.Sandbox) error {
+		c, err := sb.ImportCheckpoint(ctx, bufio.NewReaderSize(io.in, 256<<10), *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(io.out, c.ID)
 		return nil
 	})
 }

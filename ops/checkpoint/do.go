@@ -66,10 +66,37 @@ func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
 			return nil, err
 		}
 		fillDiff(res, d)
+	case ops.CheckpointExport:
+		c, err := s.Export(out, op.Ref, func(c Checkpoint, bound int64) {
+			res.Checkpoint, res.Size = info(c), bound
+			if h, ok := out.(HeadWriter); ok {
+				h.Head(res)
+			}
+		})
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint = info(c)
+	case ops.CheckpointImport:
+		if op.In == nil {
+			return nil, fmt.Errorf("checkpoint: import: no archive to read")
+		}
+		c, err := s.Import(op.In, op.Name)
+		if err != nil {
+			return nil, err
+		}
+		res.Checkpoint = info(c)
 	default:
 		return nil, fmt.Errorf("checkpoint: %w: operation %q", ops.ErrUnsupported, op.Op)
 	}
 	return res, nil
+}
+
+// HeadWriter is an out that learns the result of an export (its
+// checkpoint and Size) before the archive's first byte.
+type HeadWriter interface {
+	io.Writer
+	Head(*ops.CheckpointResult)
 }
 
 func fillDiff(res *ops.CheckpointResult, d Diff) {

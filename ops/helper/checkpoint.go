@@ -39,7 +39,11 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 	}
 	defer c.release()
 	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To)})
-	resp, err := s.roundTrip(ctx, c, proto.PathCheckpoint, "", bytes.NewReader(body))
+	var req io.Reader = bytes.NewReader(body)
+	if op.Op == ops.CheckpointImport && op.In != nil {
+		req = io.MultiReader(req, op.In)
+	}
+	resp, err := s.roundTrip(ctx, c, proto.PathCheckpoint, "", req)
 	if err != nil {
 		return nil, err
 	}
@@ -74,18 +78,24 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 		return nil, errors.New(msg)
 	}
 	if out != nil {
-		n, err := io.Copy(out, io.LimitReader(br, MaxCheckpointText+1))
+		// A patch or stat is bounded by MaxCheckpointText, an export by
+		// the size its reply line announced.
+		limit := int64(MaxCheckpointText)
+		if op.Op == ops.CheckpointExport {
+			limit = rep.Size
+		}
+		n, err := io.Copy(out, io.LimitReader(br, limit+1))
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, context.Cause(ctx)
 			}
 			return nil, c.errorf("checkpoint: the %s broke off: %w", op.Op, err)
 		}
-		if n > MaxCheckpointText {
-			return nil, c.errorf("checkpoint: the %s is over %d bytes: cut", op.Op, MaxCheckpointText)
+		if n > limit {
+			return nil, c.errorf("checkpoint: the %s is over %d bytes, the bound it announced: cut", op.Op, limit)
 		}
 	}
-	res := &ops.CheckpointResult{Checkpoint: oinfo(rep.Checkpoint), Pre: oinfo(rep.Pre), Skipped: proto.Strings(rep.Skipped), From: oinfo(rep.From), To: oinfo(rep.To)}
+	res := &ops.CheckpointResult{Size: rep.Size, Checkpoint: oinfo(rep.Checkpoint), Pre: oinfo(rep.Pre), Skipped: proto.Strings(rep.Skipped), From: oinfo(rep.From), To: oinfo(rep.To)}
 	for _, i := range rep.List {
 		res.List = append(res.List, *oinfo(&i))
 	}

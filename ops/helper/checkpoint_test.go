@@ -120,3 +120,48 @@ func TestCheckpointPropertyOverPipe(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckpointExportImportOverPipe: an export streams out of the
+// helper within the bound its reply announced, an import streams in, and
+// the imported checkpoint restores the tree bit for bit; a tar that is
+// not an export is refused with ops.ErrConfig.
+func TestCheckpointExportImportOverPipe(t *testing.T) {
+	b := open(t)
+	cf := b.(ops.CheckpointFS)
+	ctx := t.Context()
+	root := b.Info().WorkDir
+	src, dst := filepath.Join(t.TempDir(), "src"), filepath.Join(t.TempDir(), "dst")
+	r := rand.New(rand.NewSource(5))
+	for i := 0; i < 30; i++ {
+		treetest.Clear(t, root)
+		treetest.Materialize(t, root, treetest.Rand(r))
+		want := treetest.Snapshot(t, root)
+		c, err := cf.Checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointCreate, Store: src, Root: root, Name: "x"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tarBuf bytes.Buffer
+		ex, err := cf.Checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointExport, Store: src, Root: root, Ref: c.Checkpoint.ID}, &tarBuf)
+		if err != nil {
+			t.Fatalf("tree %d: export: %v", i, err)
+		}
+		if ex.Checkpoint.ID != c.Checkpoint.ID || ex.Size < int64(tarBuf.Len()) {
+			t.Fatalf("tree %d: export of %s reported %+v, bound %d for %d bytes", i, c.Checkpoint.ID, ex.Checkpoint, ex.Size, tarBuf.Len())
+		}
+		im, err := cf.Checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointImport, Store: dst, Root: root, In: &tarBuf}, nil)
+		if err != nil {
+			t.Fatalf("tree %d: import: %v", i, err)
+		}
+		treetest.Clear(t, root)
+		if _, err := cf.Checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointRestore, Store: dst, Root: root, Ref: im.Checkpoint.ID}, nil); err != nil {
+			t.Fatalf("tree %d: restore: %v", i, err)
+		}
+		if got := treetest.Snapshot(t, root); got != want {
+			t.Fatalf("tree %d: imported and restored\n%s\nwant\n%s", i, got, want)
+		}
+	}
+	_, err := cf.Checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointImport, Store: dst, Root: root, In: strings.NewReader(strings.Repeat("junk", 1000))}, nil)
+	if !errors.Is(err, ops.ErrConfig) || !strings.Contains(err.Error(), "not a checkpoint export") {
+		t.Fatalf("import of junk: %v", err)
+	}
+}

@@ -3,6 +3,8 @@ package shim
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -17,11 +19,17 @@ func (s *server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	if s.backend(w) == nil {
 		return
 	}
+	// The request is one JSON value; an import's tar follows it.
 	var req proto.CheckpointRequest
-	if !decode(w, r.Body, &req) {
+	dec := json.NewDecoder(io.LimitReader(r.Body, 64<<20))
+	if err := dec.Decode(&req); err != nil {
+		replyErr(w, fmt.Errorf("shim: bad request: %w", err))
 		return
 	}
 	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To)}
+	if op.Op == ops.CheckpointImport {
+		op.In = io.MultiReader(dec.Buffered(), r.Body)
+	}
 	tw := &textWriter{w: w}
 	res, err := checkpoint.Do(op, tw)
 	if err != nil && tw.started {
@@ -33,17 +41,27 @@ func (s *server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// textWriter sends the reply line (success) before the first text.
+// textWriter sends the reply line (success: "{}", or the result an
+// export announced) before the first text.
 type textWriter struct {
 	w       http.ResponseWriter
+	head    []byte
 	started bool
+}
+
+func (t *textWriter) Head(res *ops.CheckpointResult) {
+	t.head, _ = json.Marshal(checkpointReply(res, nil))
 }
 
 func (t *textWriter) Write(p []byte) (int, error) {
 	if !t.started {
 		t.started = true
 		t.w.WriteHeader(http.StatusOK)
-		if _, err := t.w.Write([]byte("{}\n")); err != nil {
+		head := t.head
+		if head == nil {
+			head = []byte("{}")
+		}
+		if _, err := t.w.Write(append(head, '\n')); err != nil {
 			return 0, err
 		}
 	}
@@ -68,7 +86,7 @@ func checkpointReply(res *ops.CheckpointResult, err error) proto.CheckpointReply
 		return rep
 	}
 	rep.Checkpoint, rep.Pre, rep.From, rep.To = pinfo(res.Checkpoint), pinfo(res.Pre), pinfo(res.From), pinfo(res.To)
-	rep.Skipped = proto.Strs(res.Skipped)
+	rep.Skipped, rep.Size = proto.Strs(res.Skipped), res.Size
 	for _, c := range res.List {
 		rep.List = append(rep.List, *pinfo(&c))
 	}

@@ -3,8 +3,10 @@ package proto
 // PathCheckpoint runs one checkpoint operation in the target (package
 // ops/checkpoint): the request body is a CheckpointRequest; the reply
 // (status 200) starts with one CheckpointReply as a JSON line, its Error
-// set when the operation failed; a patch or stat follows it as text. A
-// failure after the text started ends the stream with an error.
+// set when the operation failed; a patch, stat or an export's tar follows
+// it (an export's reply line gives the tar's bound, Size). An import's
+// tar follows the request's JSON value in the body. A failure after the
+// text started ends the stream with an error.
 const PathCheckpoint = "/v1/checkpoint"
 
 // CheckpointRequest is an ops.CheckpointOp.
@@ -31,6 +33,7 @@ type CheckpointReply struct {
 	From       *CheckpointInfo    `json:"from,omitempty"`
 	To         *CheckpointInfo    `json:"to,omitempty"`
 	Changes    []CheckpointChange `json:"changes,omitempty"`
+	Size       int64              `json:"size,omitempty"`
 }
 
 // CheckpointInfo is an ops.CheckpointInfo, Time in Unix nanoseconds.
