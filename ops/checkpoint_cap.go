@@ -35,6 +35,10 @@ type CheckpointOp struct {
 	// Create: the checkpoint's name and glob patterns of paths left out.
 	Name    string
 	Exclude []string
+	// Auto marks a create as automatic (after a tool call: pruned to the
+	// newest 100), Call is the call's tool-call id.
+	Auto bool
+	Call string
 	// Ref is an id, a unique prefix of one or a name (the newest with it):
 	// what rm and restore take, the diff's FROM ("": the newest).
 	Ref string
@@ -52,6 +56,8 @@ type CheckpointInfo struct {
 	Files   int       `json:"files"`
 	Bytes   int64     `json:"bytes_added"`
 	Exclude []string  `json:"exclude,omitempty"`
+	Auto    bool      `json:"auto,omitempty"`
+	Call    string    `json:"call,omitempty"`
 }
 
 // CheckpointEntry is one side of a changed path.

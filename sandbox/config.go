@@ -16,4 +16,16 @@ type Config struct {
 	// Policy is the command policy, environment allow-list, redaction and
 	// audit log. The zero value enforces nothing.
 	Policy Policy
+
+	// AutoCheckpoint takes a checkpoint of the working directory after
+	// every executed write, edit and bash call of the sandbox's loops,
+	// named "call-N" (N counts the executed calls from 1) and found by the
+	// call's tool-call id too, so that Diff("call-3", "call-7") shows what
+	// those steps did and Restore("call-5") undoes what followed. The
+	// newest 100 automatic checkpoints are kept. A sandbox that cannot keep
+	// checkpoints (no helper, a one-shot container) is refused when it
+	// opens; a checkpoint that fails later never fails the call: it is told
+	// to AutoCheckpointNote (nil: not told).
+	AutoCheckpoint     bool
+	AutoCheckpointNote func(string)
 }

@@ -18,6 +18,7 @@ type Sandbox struct {
 	policy *compiledPolicy
 	audit  *auditLog
 	egress *egress // the session's proxy (egress.go); nil without network rules
+	auto   *autoCheckpoint
 }
 
 // OpenBackend makes a sandbox on a backend the caller opened (any
@@ -71,6 +72,15 @@ func newSandbox(ctx context.Context, b ops.Backend, cfg Config) (*Sandbox, error
 		opts.Env = append(opts.Env, s.egress.env...)
 	}
 	s.tools = tools.AllWith(b, opts)
+	if cfg.AutoCheckpoint {
+		if err := s.startAutoCheckpoint(ctx, cfg.AutoCheckpointNote); err != nil {
+			s.egress.close()
+			if s.audit != nil {
+				s.audit.close()
+			}
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -103,10 +113,14 @@ func (s *Sandbox) Tools() []loop.Tool { return append([]loop.Tool(nil), s.tools.
 // rules (before hook), redaction (of final and streamed results) and the
 // audit log. Every loop running this sandbox's tools should get them.
 func (s *Sandbox) LoopOptions() []loop.Option {
-	if s.policy == nil {
-		return nil
+	var opts []loop.Option
+	if s.policy != nil {
+		opts = s.policy.loopOptions(s.audit)
 	}
-	return s.policy.loopOptions(s.audit)
+	if s.auto != nil {
+		opts = append(opts, loop.WithExecMiddleware(s.auto.middleware(s)))
+	}
+	return opts
 }
 
 // NewLoop makes a loop over the sandbox's tools with its policy, then opts.

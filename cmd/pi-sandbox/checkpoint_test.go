@@ -148,3 +148,27 @@ func TestCheckpointExportImportLocal(t *testing.T) {
 		t.Fatalf("export without an id: exit %d, %s", code, errs)
 	}
 }
+
+// TestBatchAutoCheckpoint: batch --auto-checkpoint leaves one checkpoint
+// per write or bash call (call-N, found by the tool-call id too), and
+// diff between two shows that step.
+func TestBatchAutoCheckpoint(t *testing.T) {
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	wd := t.TempDir()
+	in := `[{"id":"w1","name":"write","arguments":{"path":"a.txt","content":"one\n"}},
+	{"id":"r1","name":"read","arguments":{"path":"a.txt"}},
+	{"id":"b1","name":"bash","arguments":{"command":"echo two > b.txt"}}]`
+	_, errs, code := cli(t, in, "batch", "--sequential", "--auto-checkpoint", "--workdir", wd, "--results")
+	if code != 0 {
+		t.Fatalf("batch --auto-checkpoint: exit %d, %s", code, errs)
+	}
+	out, _, _ := cli(t, "", "checkpoint", "ls", "--json", "--workdir", wd)
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 2 || rows[0]["name"] != "call-1" || rows[1]["name"] != "call-3" {
+		t.Fatalf("checkpoints after the batch: %s (%v)", out, err)
+	}
+	out, errs, code = cli(t, "", "diff", "--name-status", "w1", "b1", "--workdir", wd)
+	if code != 0 || out != "A\tb.txt\n" {
+		t.Fatalf("diff w1 b1: exit %d, %q, %s", code, out, errs)
+	}
+}

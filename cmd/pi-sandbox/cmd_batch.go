@@ -45,6 +45,7 @@ configuration the engine refuses.`
 func runBatch(ctx context.Context, args []string, io stdio) int {
 	f := newFlags("batch", batchUsage, io)
 	seq := f.Bool("sequential", false, "run the calls one at a time")
+	f.BoolVar(&f.cfg.AutoCheckpoint, "auto-checkpoint", false, autoCheckpointUsage)
 	results := f.Bool("results", false, "print one {\"id\",\"name\",\"result\"} line per finished call instead of the events")
 	rest, code, ok := f.parse(args)
 	if !ok {

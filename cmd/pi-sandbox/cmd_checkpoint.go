@@ -22,6 +22,9 @@ var checkpointSubs = map[string]func(context.Context, []string, stdio) int{
 	"ls": runCheckpointLs, "rm": runCheckpointRm, "export": runCheckpointExport, "import": runCheckpointImport,
 }
 
+// autoCheckpointUsage is --auto-checkpoint's help on serve, run and batch.
+const autoCheckpointUsage = "checkpoint the working directory after every write, edit and bash call, as call-N (and the tool-call id): diff call-3 call-7, restore call-5; the newest 100 are kept"
+
 // withSandbox opens the configured sandbox for a checkpoint command, runs
 // fn and reports its error: exit 2 for a refusal (ops.ErrConfig), 1 for
 // any other failure.
@@ -92,6 +95,8 @@ type checkpointRow struct {
 	Time  string `json:"time"`
 	Files int    `json:"files"`
 	Bytes int64  `json:"bytes_added"`
+	Auto  bool   `json:"auto,omitempty"`
+	Call  string `json:"call,omitempty"`
 }
 
 // runCheckpointLs is `pi-sandbox checkpoint ls [flags] [--json]`.
@@ -114,7 +119,7 @@ func runCheckpointLs(ctx context.Context, args []string, io stdio) int {
 		if *asJSON {
 			rows := make([]checkpointRow, 0, len(list))
 			for _, c := range list {
-				rows = append(rows, checkpointRow{ID: c.ID, Name: c.Name, Time: c.Time.UTC().Format("2006-01-02T15:04:05.000Z"), Files: c.Files, Bytes: c.Bytes})
+				rows = append(rows, checkpointRow{ID: c.ID, Name: c.Name, Time: c.Time.UTC().Format("2006-01-02T15:04:05.000Z"), Files: c.Files, Bytes: c.Bytes, Auto: c.Auto, Call: c.Call})
 			}
 			b, err := json.Marshal(rows)
 			if err != nil {

@@ -29,6 +29,7 @@ func runRun(ctx context.Context, args []string, io stdio) int {
 	scriptFile := f.String("script", "", "replay the assistant turns of `FILE` (the same as the SCRIPT argument)")
 	save := f.String("save", "", "write the session's assistant turns to `FILE` as a script (replay it with run FILE)")
 	maxTurns := f.Int("max-turns", 0, "stop after `N` turns (0: no limit)")
+	f.BoolVar(&f.cfg.AutoCheckpoint, "auto-checkpoint", false, autoCheckpointUsage)
 	var mf modelFlags
 	mf.register(f.FlagSet)
 	rest, code, ok := f.parse(args)

@@ -23,6 +23,7 @@ func runServe(ctx context.Context, args []string, io stdio) int {
 	f.about = "Serves the seven tools over MCP on stdin/stdout, on the backend the flags choose, until\nthe client closes stdin. Notes go to stderr.\n\nWith --http, serves MCP Streamable HTTP at http://ADDR/mcp (the URL is the first line on\nstdout) until SIGINT/SIGTERM, each MCP session in a sandbox of its own made from the flags\n(with --pool NAME: claimed from that docker pool and removed at its end; docs/mcp-http.md)."
 	var hf httpFlags
 	hf.register(f.FlagSet)
+	f.BoolVar(&f.cfg.AutoCheckpoint, "auto-checkpoint", false, autoCheckpointUsage)
 	rest, code, ok := hf.parse(f, args)
 	if !ok {
 		return code

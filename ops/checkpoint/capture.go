@@ -22,7 +22,19 @@ type Options struct {
 	// a base name at any depth, one with "/" the whole path from the root.
 	// A matching directory is excluded with everything under it.
 	Exclude []string
+	// Auto marks a checkpoint taken after a tool call, Call is the call's
+	// id. The newest AutoKeep automatic checkpoints are kept; older ones
+	// are removed as new ones are made.
+	Auto bool
+	Call string
 }
+
+// AutoKeep is how many automatic checkpoints a store keeps at least; it
+// prunes the older ones once there are autoSlack more.
+const (
+	AutoKeep  = 100
+	autoSlack = 10
+)
 
 // Result is a checkpoint made.
 type Result struct {
@@ -213,7 +225,7 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	c := Checkpoint{ID: newID(), Name: opt.Name, Time: start.UTC(), Files: len(entries), Bytes: added, Exclude: opt.Exclude}
+	c := Checkpoint{ID: newID(), Name: opt.Name, Time: start.UTC(), Files: len(entries), Bytes: added, Exclude: opt.Exclude, Auto: opt.Auto, Call: opt.Call}
 	if len(all) > 0 {
 		c.Seq = all[len(all)-1].Seq + 1
 	}
@@ -221,5 +233,32 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 		return Result{}, fmt.Errorf("checkpoint: write manifest: %w", err)
 	}
 	s.saveIndex(start, next)
+	if opt.Auto {
+		if err := s.pruneAuto(append(all, c)); err != nil {
+			return Result{Checkpoint: c, Skipped: skipped}, err
+		}
+	}
 	return Result{Checkpoint: c, Skipped: skipped}, nil
+}
+
+// pruneAuto removes the oldest automatic checkpoints of all (oldest
+// first) once more than AutoKeep+autoSlack are there, down to AutoKeep,
+// and the blobs only they used (in batches: collecting reads every
+// manifest).
+func (s *Store) pruneAuto(all []Checkpoint) error {
+	var auto []Checkpoint
+	for _, c := range all {
+		if c.Auto {
+			auto = append(auto, c)
+		}
+	}
+	if len(auto) <= AutoKeep+autoSlack {
+		return nil
+	}
+	for _, c := range auto[:len(auto)-AutoKeep] {
+		if err := os.Remove(s.manifestPath(c.ID)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("checkpoint: pruning automatic checkpoint %s: %w", c.ID, err)
+		}
+	}
+	return s.collect()
 }

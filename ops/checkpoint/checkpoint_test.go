@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -299,5 +300,40 @@ func TestPatchAppliesWithGit(t *testing.T) {
 	}
 	if !strings.Contains(buf.String(), " 7 files changed, ") {
 		t.Errorf("stat:\n%s", buf.String())
+	}
+}
+
+// TestAutoPruneAndCallRefs: automatic checkpoints beyond AutoKeep (plus
+// the slack) are pruned to the newest AutoKeep with the blobs only they
+// used; named ones stay; a tool-call id finds its checkpoint, and a name
+// wins over a call id.
+func TestAutoPruneAndCallRefs(t *testing.T) {
+	defer func(d bool) { durable = d }(durable)
+	durable = false
+	s := openStore(t)
+	root := t.TempDir()
+	write(t, filepath.Join(root, "f"), "named")
+	named := mustCreate(t, s, root, Options{Name: "keep", Call: "x-1"})
+	for i := 1; i <= AutoKeep+autoSlack+1; i++ {
+		write(t, filepath.Join(root, "f"), fmt.Sprint("v", i))
+		mustCreate(t, s, root, Options{Name: fmt.Sprint("call-", i), Auto: true, Call: fmt.Sprint("id-", i)})
+	}
+	all, err := s.List()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != AutoKeep+1 || all[0].ID != named.ID || all[1].Name != fmt.Sprint("call-", autoSlack+2) {
+		t.Fatalf("after pruning: %d checkpoints, first %+v, second %+v", len(all), all[0], all[1])
+	}
+	blobs, _ := filepath.Glob(filepath.Join(s.Dir(), "blobs", "*", "*"))
+	if len(blobs) != AutoKeep+1 {
+		t.Fatalf("%d blobs after pruning, want %d", len(blobs), AutoKeep+1)
+	}
+	if c, err := s.Resolve(fmt.Sprint("id-", AutoKeep)); err != nil || c.Name != fmt.Sprint("call-", AutoKeep) {
+		t.Fatalf("resolve by call id: %+v, %v", c, err)
+	}
+	mustCreate(t, s, root, Options{Name: "x-1"})
+	if c, err := s.Resolve("x-1"); err != nil || c.Call != "" {
+		t.Fatalf("a name wins over a call id: %+v, %v", c, err)
 	}
 }

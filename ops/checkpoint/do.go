@@ -20,7 +20,7 @@ func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
 	res := &ops.CheckpointResult{}
 	switch op.Op {
 	case ops.CheckpointCreate:
-		r, err := s.Create(op.Root, Options{Name: op.Name, Exclude: op.Exclude})
+		r, err := s.Create(op.Root, Options{Name: op.Name, Exclude: op.Exclude, Auto: op.Auto, Call: op.Call})
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +107,7 @@ func fillDiff(res *ops.CheckpointResult, d Diff) {
 }
 
 func info(c Checkpoint) *ops.CheckpointInfo {
-	return &ops.CheckpointInfo{ID: c.ID, Name: c.Name, Time: c.Time, Files: c.Files, Bytes: c.Bytes, Exclude: c.Exclude}
+	return &ops.CheckpointInfo{ID: c.ID, Name: c.Name, Time: c.Time, Files: c.Files, Bytes: c.Bytes, Exclude: c.Exclude, Auto: c.Auto, Call: c.Call}
 }
 
 func entry(e *Entry) *ops.CheckpointEntry {

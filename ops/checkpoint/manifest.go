@@ -52,6 +52,10 @@ type Checkpoint struct {
 	Files   int       `json:"files"` // entries of every type
 	Bytes   int64     `json:"bytes"` // of the blobs this checkpoint added to the store
 	Exclude []string  `json:"exclude,omitempty"`
+	// Auto marks a checkpoint taken after a tool call (--auto-checkpoint),
+	// Call is that call's tool-call id: diff and restore take it as a ref.
+	Auto bool   `json:"auto,omitempty"`
+	Call string `json:"call,omitempty"`
 }
 
 // A manifest file is the Checkpoint as one JSON line, then one line per

@@ -202,7 +202,8 @@ func (s *Store) List() ([]Checkpoint, error) {
 }
 
 // resolve finds the checkpoint ref names: an id, a unique prefix of one
-// (4 characters or more), or a name (the newest checkpoint with it); ""
+// (4 characters or more), a name or else a tool-call id (the newest
+// checkpoint with it); ""
 // is the newest checkpoint.
 func (s *Store) resolve(ref string) (Checkpoint, error) {
 	all, err := s.list()
@@ -222,6 +223,11 @@ func (s *Store) resolve(ref string) (Checkpoint, error) {
 	}
 	for i := len(all) - 1; i >= 0; i-- {
 		if all[i].Name == ref {
+			return all[i], nil
+		}
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if all[i].Call == ref {
 			return all[i], nil
 		}
 	}

@@ -38,7 +38,7 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 		return nil, err
 	}
 	defer c.release()
-	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To)})
+	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To), Auto: op.Auto, Call: proto.Str(op.Call)})
 	var req io.Reader = bytes.NewReader(body)
 	if op.Op == ops.CheckpointImport && op.In != nil {
 		req = io.MultiReader(req, op.In)
@@ -130,7 +130,7 @@ func oinfo(c *proto.CheckpointInfo) *ops.CheckpointInfo {
 	if c == nil {
 		return nil
 	}
-	return &ops.CheckpointInfo{ID: c.ID, Name: string(c.Name), Time: time.Unix(0, c.Time).UTC(), Files: c.Files, Bytes: c.Bytes, Exclude: proto.Strings(c.Exclude)}
+	return &ops.CheckpointInfo{ID: c.ID, Name: string(c.Name), Time: time.Unix(0, c.Time).UTC(), Files: c.Files, Bytes: c.Bytes, Exclude: proto.Strings(c.Exclude), Auto: c.Auto, Call: string(c.Call)}
 }
 
 func oentry(e *proto.CheckpointEntry) *ops.CheckpointEntry {

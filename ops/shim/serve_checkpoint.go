@@ -26,7 +26,7 @@ func (s *server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: bad request: %w", err))
 		return
 	}
-	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To)}
+	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To), Auto: req.Auto, Call: string(req.Call)}
 	if op.Op == ops.CheckpointImport {
 		op.In = io.MultiReader(dec.Buffered(), r.Body)
 	}
@@ -100,7 +100,7 @@ func pinfo(c *ops.CheckpointInfo) *proto.CheckpointInfo {
 	if c == nil {
 		return nil
 	}
-	return &proto.CheckpointInfo{ID: c.ID, Name: proto.Str(c.Name), Time: c.Time.UnixNano(), Files: c.Files, Bytes: c.Bytes, Exclude: proto.Strs(c.Exclude)}
+	return &proto.CheckpointInfo{ID: c.ID, Name: proto.Str(c.Name), Time: c.Time.UnixNano(), Files: c.Files, Bytes: c.Bytes, Exclude: proto.Strs(c.Exclude), Auto: c.Auto, Call: proto.Str(c.Call)}
 }
 
 func pentry(e *ops.CheckpointEntry) *proto.CheckpointEntry {

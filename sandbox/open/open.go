@@ -35,6 +35,9 @@ func Open(ctx context.Context, cfg Config) (*sandbox.Sandbox, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.AutoCheckpointNote == nil {
+		cfg.AutoCheckpointNote = cfg.Note
+	}
 	return sandbox.OpenBackend(ctx, b, cfg.Config)
 }
 

@@ -18,6 +18,8 @@ type CheckpointRequest struct {
 	Exclude []Str  `json:"exclude,omitempty"`
 	Ref     Str    `json:"ref,omitempty"`
 	To      Str    `json:"to,omitempty"`
+	Auto    bool   `json:"auto,omitempty"`
+	Call    Str    `json:"call,omitempty"`
 }
 
 // CheckpointReply is an ops.CheckpointResult, or the error. ErrKind
@@ -44,6 +46,8 @@ type CheckpointInfo struct {
 	Files   int    `json:"files"`
 	Bytes   int64  `json:"bytes"`
 	Exclude []Str  `json:"exclude,omitempty"`
+	Auto    bool   `json:"auto,omitempty"`
+	Call    Str    `json:"call,omitempty"`
 }
 
 // CheckpointChange is an ops.CheckpointChange.
