@@ -39,6 +39,9 @@ type CheckpointOp struct {
 	// newest 100), Call is the call's tool-call id.
 	Auto bool
 	Call string
+	// StoreLimit, for create and import, first sets the store's limit on
+	// its contents' bytes (> 0) or removes it (< 0); 0 keeps it.
+	StoreLimit int64
 	// Ref is an id, a unique prefix of one or a name (the newest with it):
 	// what rm and restore take, the diff's FROM ("": the newest).
 	Ref string

@@ -26,6 +26,11 @@ type CheckpointOptions struct {
 	// any depth, one with "/" the path from the working directory; a
 	// matching directory is left out with everything under it.
 	Exclude []string
+	// StoreLimit sets the store's limit on the bytes of its contents
+	// (kept in the store for every later checkpoint and import: > 0),
+	// removes it (< 0) or keeps it (0). A checkpoint that would pass it
+	// fails and keeps nothing.
+	StoreLimit int64
 }
 
 // checkpoint runs op on the working directory's store.
@@ -47,7 +52,7 @@ func (s *Sandbox) checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 // skipped (FIFOs, sockets, devices). Unchanged files are recognised by
 // their stat data and not read again.
 func (s *Sandbox) Checkpoint(ctx context.Context, opt CheckpointOptions) (ops.CheckpointInfo, []string, error) {
-	r, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointCreate, Name: opt.Name, Exclude: opt.Exclude}, nil)
+	r, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointCreate, Name: opt.Name, Exclude: opt.Exclude, StoreLimit: opt.StoreLimit}, nil)
 	if err != nil {
 		return ops.CheckpointInfo{}, nil, err
 	}

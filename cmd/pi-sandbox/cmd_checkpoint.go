@@ -65,6 +65,8 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 	name := f.String("name", "", "call the checkpoint `NAME` (diff, restore and rm take it)")
 	var exclude multiFlag
 	f.Var(&exclude, "exclude", "leave out paths matching `GLOB` (a base name at any depth, or a path with /); repeatable")
+	var limit sizeFlag
+	f.Var(&limit, "store-limit", "limit the store's contents to `SIZE` (e.g. 2g; kept for every later checkpoint and import; -1 removes it): a checkpoint that would pass it fails and keeps nothing")
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
@@ -76,7 +78,7 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 		return f.usageError("%v", err)
 	}
 	return withSandbox(ctx, "checkpoint", f.cfg, io, func(sb *sandbox.Sandbox) error {
-		c, skipped, err := sb.Checkpoint(ctx, sandbox.CheckpointOptions{Name: *name, Exclude: exclude})
+		c, skipped, err := sb.Checkpoint(ctx, sandbox.CheckpointOptions{Name: *name, Exclude: exclude, StoreLimit: int64(limit)})
 		if err != nil {
 			return err
 		}

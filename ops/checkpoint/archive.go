@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path"
 	"path/filepath"
 	"sort"
@@ -140,18 +139,15 @@ func (s *Store) Import(r io.Reader, name string) (Checkpoint, error) {
 	if err := s.recover(); err != nil {
 		return Checkpoint{}, err
 	}
-	var added []string
-	c, err := s.importTar(r, name, &added)
+	bud, err := s.newBudget()
 	if err != nil {
-		for _, sum := range added {
-			os.Remove(s.blobPath(sum))
-		}
 		return Checkpoint{}, err
 	}
-	return c, nil
+	defer bud.undo()
+	return s.importTar(r, name, bud)
 }
 
-func (s *Store) importTar(r io.Reader, name string, added *[]string) (Checkpoint, error) {
+func (s *Store) importTar(r io.Reader, name string, bud *budget) (Checkpoint, error) {
 	start := time.Now()
 	tr := tar.NewReader(r)
 	h, err := tr.Next()
@@ -200,8 +196,10 @@ func (s *Store) importTar(r io.Reader, name string, added *[]string) (Checkpoint
 				return Checkpoint{}, fmt.Errorf("checkpoint: import %s: %w", QuotePath(p), err)
 			}
 			if isNew {
-				*added = append(*added, sum)
 				bytesAdded += n
+				if err := bud.add(sum, n); err != nil {
+					return Checkpoint{}, err
+				}
 			}
 			e.Blob, e.Size = sum, n
 		case tar.TypeLink:
@@ -242,5 +240,6 @@ func (s *Store) importTar(r io.Reader, name string, added *[]string) (Checkpoint
 	if err := writeManifest(filepath.Join(s.dir, "tmp"), s.manifestPath(c.ID), c, entries); err != nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: write manifest: %w", err)
 	}
+	bud.keep()
 	return c, nil
 }

@@ -178,6 +178,11 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	bud, err := s.newBudget()
+	if err != nil {
+		return Result{}, err
+	}
+	defer bud.undo()
 	idx := s.loadIndex()
 	next := make(map[string]indexEntry, len(infos))
 	buf := make([]byte, 256<<10)
@@ -212,6 +217,9 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 				}
 				if isNew {
 					added += n
+					if err := bud.add(sum, n); err != nil {
+						return Result{}, err
+					}
 				}
 				e.Blob, e.Size = sum, n
 				ie.size = n
@@ -232,6 +240,7 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 	if err := writeManifest(filepath.Join(s.dir, "tmp"), s.manifestPath(c.ID), c, entries); err != nil {
 		return Result{}, fmt.Errorf("checkpoint: write manifest: %w", err)
 	}
+	bud.keep()
 	s.saveIndex(start, next)
 	if opt.Auto {
 		if err := s.pruneAuto(append(all, c)); err != nil {

@@ -337,3 +337,42 @@ func TestAutoPruneAndCallRefs(t *testing.T) {
 		t.Fatalf("a name wins over a call id: %+v, %v", c, err)
 	}
 }
+
+// TestStoreLimit: a checkpoint or import that would pass the store's
+// limit fails naming it and keeps nothing it added; earlier checkpoints
+// stay; removing the limit lets it through.
+func TestStoreLimit(t *testing.T) {
+	s := openStore(t)
+	root := t.TempDir()
+	write(t, filepath.Join(root, "small"), "0123456789")
+	first := mustCreate(t, s, root, Options{})
+	if err := s.SetLimit(1000); err != nil || s.Limit() != 1000 {
+		t.Fatalf("SetLimit: %v, limit %d", err, s.Limit())
+	}
+	write(t, filepath.Join(root, "a"), strings.Repeat("a", 600))
+	write(t, filepath.Join(root, "b"), strings.Repeat("b", 600))
+	_, err := s.Create(root, Options{})
+	if err == nil || !strings.Contains(err.Error(), "limit of 1000 bytes would be passed") {
+		t.Fatalf("a checkpoint over the limit: %v", err)
+	}
+	blobs, _ := filepath.Glob(filepath.Join(s.Dir(), "blobs", "*", "*"))
+	if all, _ := s.List(); len(all) != 1 || all[0].ID != first.ID || len(blobs) != 1 {
+		t.Fatalf("after the refused checkpoint: %v, blobs %v", all, blobs)
+	}
+	var tarBuf bytes.Buffer
+	src := openStore(t)
+	c := mustCreate(t, src, root, Options{})
+	if _, err := src.Export(&tarBuf, c.ID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Import(bytes.NewReader(tarBuf.Bytes()), ""); err == nil || !strings.Contains(err.Error(), "limit") {
+		t.Fatalf("an import over the limit: %v", err)
+	}
+	if blobs, _ := filepath.Glob(filepath.Join(s.Dir(), "blobs", "*", "*")); len(blobs) != 1 {
+		t.Fatalf("a refused import left blobs: %v", blobs)
+	}
+	s.SetLimit(-1)
+	if _, err := s.Create(root, Options{}); err != nil {
+		t.Fatalf("without the limit: %v", err)
+	}
+}

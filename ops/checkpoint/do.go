@@ -18,6 +18,11 @@ func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
 		return nil, err
 	}
 	res := &ops.CheckpointResult{}
+	if op.StoreLimit != 0 && (op.Op == ops.CheckpointCreate || op.Op == ops.CheckpointImport) {
+		if err := s.SetLimit(op.StoreLimit); err != nil {
+			return nil, err
+		}
+	}
 	switch op.Op {
 	case ops.CheckpointCreate:
 		r, err := s.Create(op.Root, Options{Name: op.Name, Exclude: op.Exclude, Auto: op.Auto, Call: op.Call})

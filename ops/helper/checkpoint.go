@@ -38,7 +38,7 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 		return nil, err
 	}
 	defer c.release()
-	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To), Auto: op.Auto, Call: proto.Str(op.Call)})
+	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To), Auto: op.Auto, Call: proto.Str(op.Call), Limit: op.StoreLimit})
 	var req io.Reader = bytes.NewReader(body)
 	if op.Op == ops.CheckpointImport && op.In != nil {
 		req = io.MultiReader(req, op.In)

@@ -26,7 +26,7 @@ func (s *server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: bad request: %w", err))
 		return
 	}
-	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To), Auto: req.Auto, Call: string(req.Call)}
+	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To), Auto: req.Auto, Call: string(req.Call), StoreLimit: req.Limit}
 	if op.Op == ops.CheckpointImport {
 		op.In = io.MultiReader(dec.Buffered(), r.Body)
 	}

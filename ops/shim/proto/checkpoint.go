@@ -20,6 +20,7 @@ type CheckpointRequest struct {
 	To      Str    `json:"to,omitempty"`
 	Auto    bool   `json:"auto,omitempty"`
 	Call    Str    `json:"call,omitempty"`
+	Limit   int64  `json:"limit,omitempty"`
 }
 
 // CheckpointReply is an ops.CheckpointResult, or the error. ErrKind
