@@ -42,6 +42,10 @@ type CheckpointOp struct {
 	// StoreLimit, for create and import, first sets the store's limit on
 	// its contents' bytes (> 0) or removes it (< 0); 0 keeps it.
 	StoreLimit int64
+	// Freeze, for create, stops the sandbox's processes (those the
+	// helper's commands started and left running) while the checkpoint
+	// is taken, and resumes them; CheckpointResult.Frozen counts them.
+	Freeze bool
 	// Ref is an id, a unique prefix of one or a name (the newest with it):
 	// what rm and restore take, the diff's FROM ("": the newest).
 	Ref string
@@ -61,6 +65,9 @@ type CheckpointInfo struct {
 	Exclude []string  `json:"exclude,omitempty"`
 	Auto    bool      `json:"auto,omitempty"`
 	Call    string    `json:"call,omitempty"`
+	// Frozen is how many processes a create with Freeze stopped while it
+	// ran (not stored: only a create's result has it).
+	Frozen int `json:"-"`
 }
 
 // CheckpointEntry is one side of a changed path.
@@ -92,6 +99,8 @@ type CheckpointResult struct {
 	Changes    []CheckpointChange // diff
 	// Size bounds the tar an export writes (known before it starts).
 	Size int64
+	// Frozen is how many processes a create with Freeze stopped.
+	Frozen int
 }
 
 // CheckpointFS is implemented by backends that checkpoint, compare and

@@ -31,6 +31,11 @@ type CheckpointOptions struct {
 	// removes it (< 0) or keeps it (0). A checkpoint that would pass it
 	// fails and keeps nothing.
 	StoreLimit int64
+	// Freeze stops the sandbox's processes (what its commands started and
+	// left running, through the helper) while the checkpoint is taken,
+	// then resumes them: no concurrent writer leaves a mix of before and
+	// after in it. Processes stopped before stay stopped.
+	Freeze bool
 }
 
 // checkpoint runs op on the working directory's store.
@@ -52,11 +57,13 @@ func (s *Sandbox) checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 // skipped (FIFOs, sockets, devices). Unchanged files are recognised by
 // their stat data and not read again.
 func (s *Sandbox) Checkpoint(ctx context.Context, opt CheckpointOptions) (ops.CheckpointInfo, []string, error) {
-	r, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointCreate, Name: opt.Name, Exclude: opt.Exclude, StoreLimit: opt.StoreLimit}, nil)
+	r, err := s.checkpoint(ctx, &ops.CheckpointOp{Op: ops.CheckpointCreate, Name: opt.Name, Exclude: opt.Exclude, StoreLimit: opt.StoreLimit, Freeze: opt.Freeze}, nil)
 	if err != nil {
 		return ops.CheckpointInfo{}, nil, err
 	}
-	return *r.Checkpoint, r.Skipped, nil
+	c := *r.Checkpoint
+	c.Frozen = r.Frozen
+	return c, r.Skipped, nil
 }
 
 // Checkpoints lists the working directory's checkpoints, oldest first.

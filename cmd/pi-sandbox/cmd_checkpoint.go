@@ -60,11 +60,12 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 			return run(ctx, args[1:], io)
 		}
 	}
-	f := newFlags("checkpoint", "[flags] [--name NAME] [--exclude GLOB]... | ls | rm ID | export ID | import", io)
+	f := newFlags("checkpoint", "[flags] [--name NAME] [--exclude GLOB]... [--freeze] | ls | rm ID | export ID | import", io)
 	f.about = "Records the working directory in the sandbox's checkpoint store, in the target, and prints the\ncheckpoint's id. Unchanged files are recognised by their stat data and not read again. FIFOs,\nsockets and devices are skipped (listed on stderr). 'checkpoint ls' lists the checkpoints,\n'checkpoint rm ID' removes one, 'checkpoint export ID > x.tar' writes one as a tar and\n'checkpoint import < x.tar' records such a tar in this sandbox (of any backend); diff and\nrestore take an id or a name (the newest with it)."
 	name := f.String("name", "", "call the checkpoint `NAME` (diff, restore and rm take it)")
 	var exclude multiFlag
 	f.Var(&exclude, "exclude", "leave out paths matching `GLOB` (a base name at any depth, or a path with /); repeatable")
+	freeze := f.Bool("freeze", false, "stop the sandbox's processes (what its commands started and left running) while the checkpoint is taken, then resume them")
 	var limit sizeFlag
 	f.Var(&limit, "store-limit", "limit the store's contents to `SIZE` (e.g. 2g; kept for every later checkpoint and import; -1 removes it): a checkpoint that would pass it fails and keeps nothing")
 	rest, code, ok := f.parse(args)
@@ -78,12 +79,15 @@ func runCheckpoint(ctx context.Context, args []string, io stdio) int {
 		return f.usageError("%v", err)
 	}
 	return withSandbox(ctx, "checkpoint", f.cfg, io, func(sb *sandbox.Sandbox) error {
-		c, skipped, err := sb.Checkpoint(ctx, sandbox.CheckpointOptions{Name: *name, Exclude: exclude, StoreLimit: int64(limit)})
+		c, skipped, err := sb.Checkpoint(ctx, sandbox.CheckpointOptions{Name: *name, Exclude: exclude, StoreLimit: int64(limit), Freeze: *freeze})
 		if err != nil {
 			return err
 		}
 		for _, s := range skipped {
 			fmt.Fprintf(io.err, "pi-sandbox checkpoint: skipped %s (not a file, directory or link)\n", checkpoint.QuotePath(s))
+		}
+		if *freeze {
+			fmt.Fprintf(io.err, "pi-sandbox checkpoint: %d processes of the sandbox were stopped while it was taken, and resumed\n", c.Frozen)
 		}
 		fmt.Fprintln(io.out, c.ID)
 		return nil

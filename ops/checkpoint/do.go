@@ -97,6 +97,21 @@ func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
 	return res, nil
 }
 
+// DoFrozen is Do, but a create with op.Freeze runs between freeze and
+// the function it returns (which resumes what it stopped).
+func DoFrozen(op *ops.CheckpointOp, out io.Writer, freeze func() (int, func())) (*ops.CheckpointResult, error) {
+	if !op.Freeze || op.Op != ops.CheckpointCreate {
+		return Do(op, out)
+	}
+	n, thaw := freeze()
+	res, err := Do(op, out)
+	thaw()
+	if res != nil {
+		res.Frozen = n
+	}
+	return res, err
+}
+
 // HeadWriter is an out that learns the result of an export (its
 // checkpoint and Size) before the archive's first byte.
 type HeadWriter interface {

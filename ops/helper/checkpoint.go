@@ -38,7 +38,7 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 		return nil, err
 	}
 	defer c.release()
-	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To), Auto: op.Auto, Call: proto.Str(op.Call), Limit: op.StoreLimit})
+	body, _ := json.Marshal(proto.CheckpointRequest{Op: op.Op, Store: proto.Str(op.Store), Root: proto.Str(op.Root), Name: proto.Str(op.Name), Exclude: proto.Strs(op.Exclude), Ref: proto.Str(op.Ref), To: proto.Str(op.To), Auto: op.Auto, Call: proto.Str(op.Call), Limit: op.StoreLimit, Freeze: op.Freeze})
 	var req io.Reader = bytes.NewReader(body)
 	if op.Op == ops.CheckpointImport && op.In != nil {
 		req = io.MultiReader(req, op.In)
@@ -95,7 +95,7 @@ func (cl *Client) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 			return nil, c.errorf("checkpoint: the %s is over %d bytes, the bound it announced: cut", op.Op, limit)
 		}
 	}
-	res := &ops.CheckpointResult{Size: rep.Size, Checkpoint: oinfo(rep.Checkpoint), Pre: oinfo(rep.Pre), Skipped: proto.Strings(rep.Skipped), From: oinfo(rep.From), To: oinfo(rep.To)}
+	res := &ops.CheckpointResult{Size: rep.Size, Frozen: rep.Frozen, Checkpoint: oinfo(rep.Checkpoint), Pre: oinfo(rep.Pre), Skipped: proto.Strings(rep.Skipped), From: oinfo(rep.From), To: oinfo(rep.To)}
 	for _, i := range rep.List {
 		res.List = append(res.List, *oinfo(&i))
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/internal/spillkey"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/checkpoint"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 )
 
 // checkpointDir is the store of wd's checkpoints:
@@ -33,5 +34,5 @@ func (b *Backend) Checkpoint(ctx context.Context, op *ops.CheckpointOp, out io.W
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	return checkpoint.Do(op, out)
+	return checkpoint.DoFrozen(op, out, native.Freeze)
 }

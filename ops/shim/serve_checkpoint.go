@@ -9,6 +9,7 @@ import (
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/checkpoint"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -26,12 +27,12 @@ func (s *server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		replyErr(w, fmt.Errorf("shim: bad request: %w", err))
 		return
 	}
-	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To), Auto: req.Auto, Call: string(req.Call), StoreLimit: req.Limit}
+	op := &ops.CheckpointOp{Op: req.Op, Store: string(req.Store), Root: string(req.Root), Name: string(req.Name), Exclude: proto.Strings(req.Exclude), Ref: string(req.Ref), To: string(req.To), Auto: req.Auto, Call: string(req.Call), StoreLimit: req.Limit, Freeze: req.Freeze}
 	if op.Op == ops.CheckpointImport {
 		op.In = io.MultiReader(dec.Buffered(), r.Body)
 	}
 	tw := &textWriter{w: w}
-	res, err := checkpoint.Do(op, tw)
+	res, err := checkpoint.DoFrozen(op, tw, native.Freeze)
 	if err != nil && tw.started {
 		panic(http.ErrAbortHandler) // the client sees a broken stream, not a short patch
 	}
@@ -86,7 +87,7 @@ func checkpointReply(res *ops.CheckpointResult, err error) proto.CheckpointReply
 		return rep
 	}
 	rep.Checkpoint, rep.Pre, rep.From, rep.To = pinfo(res.Checkpoint), pinfo(res.Pre), pinfo(res.From), pinfo(res.To)
-	rep.Skipped, rep.Size = proto.Strs(res.Skipped), res.Size
+	rep.Skipped, rep.Size, rep.Frozen = proto.Strs(res.Skipped), res.Size, res.Frozen
 	for _, c := range res.List {
 		rep.List = append(rep.List, *pinfo(&c))
 	}

@@ -21,6 +21,7 @@ type CheckpointRequest struct {
 	Auto    bool   `json:"auto,omitempty"`
 	Call    Str    `json:"call,omitempty"`
 	Limit   int64  `json:"limit,omitempty"`
+	Freeze  bool   `json:"freeze,omitempty"`
 }
 
 // CheckpointReply is an ops.CheckpointResult, or the error. ErrKind
@@ -37,6 +38,7 @@ type CheckpointReply struct {
 	To         *CheckpointInfo    `json:"to,omitempty"`
 	Changes    []CheckpointChange `json:"changes,omitempty"`
 	Size       int64              `json:"size,omitempty"`
+	Frozen     int                `json:"frozen,omitempty"`
 }
 
 // CheckpointInfo is an ops.CheckpointInfo, Time in Unix nanoseconds.
