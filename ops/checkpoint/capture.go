@@ -3,11 +3,9 @@ package checkpoint
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -42,6 +40,8 @@ type Result struct {
 	// Skipped lists the paths that are neither files, directories nor
 	// links (FIFOs, sockets, devices): not captured.
 	Skipped []string
+	// entries are the checkpoint's (a restore compares the tree with them).
+	entries []Entry
 }
 
 // CheckExcludes refuses a malformed pattern.
@@ -85,78 +85,6 @@ func (s *Store) Create(root string, opt Options) (Result, error) {
 	return s.create(root, opt)
 }
 
-// walkInfo is one path found by walk with its stat data.
-type walkInfo struct {
-	rel string
-	fi  fs.FileInfo
-	st  *syscall.Stat_t
-}
-
-// walk lists the tree under root (root itself excluded), sorted by path,
-// leaving out the store and excluded paths; special files go to skipped.
-func (s *Store) walk(root string, exclude []string) (infos []walkInfo, skipped []string, err error) {
-	rfi, err := os.Stat(root)
-	if err != nil {
-		return nil, nil, fmt.Errorf("checkpoint: workspace: %w", err)
-	}
-	if !rfi.IsDir() {
-		return nil, nil, fmt.Errorf("checkpoint: workspace %s is not a directory", root)
-	}
-	var storeSt syscall.Stat_t
-	haveStore := syscall.Stat(s.dir, &storeSt) == nil
-	var rec func(dir, rel string) error
-	rec = func(dir, rel string) error {
-		f, err := os.Open(dir)
-		if err != nil {
-			return fmt.Errorf("checkpoint: cannot read %s: %w", relOrDot(rel), errors.Unwrap(err))
-		}
-		names, err := f.Readdirnames(-1)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("checkpoint: cannot read %s: %w", relOrDot(rel), err)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			r := n
-			if rel != "" {
-				r = rel + "/" + n
-			}
-			if excluded(exclude, r) {
-				continue
-			}
-			p := filepath.Join(dir, n)
-			fi, err := os.Lstat(p)
-			if err != nil {
-				if os.IsNotExist(err) {
-					continue // removed meanwhile
-				}
-				return fmt.Errorf("checkpoint: cannot stat %s: %w", r, errors.Unwrap(err))
-			}
-			st, _ := fi.Sys().(*syscall.Stat_t)
-			if haveStore && fi.IsDir() && st != nil && st.Dev == storeSt.Dev && st.Ino == storeSt.Ino {
-				continue
-			}
-			switch {
-			case fi.Mode().IsRegular(), fi.Mode()&fs.ModeSymlink != 0:
-				infos = append(infos, walkInfo{r, fi, st})
-			case fi.IsDir():
-				infos = append(infos, walkInfo{r, fi, st})
-				if err := rec(p, r); err != nil {
-					return err
-				}
-			default:
-				skipped = append(skipped, r)
-			}
-		}
-		return nil
-	}
-	if err := rec(root, ""); err != nil {
-		return nil, nil, err
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].rel < infos[j].rel })
-	return infos, skipped, nil
-}
-
 func relOrDot(rel string) string {
 	if rel == "" {
 		return "."
@@ -165,7 +93,7 @@ func relOrDot(rel string) string {
 }
 
 // modeBits is the Unix permission, setuid, setgid and sticky bits of fi.
-func modeBits(fi fs.FileInfo) uint32 {
+func modeBits(fi os.FileInfo) uint32 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Mode & 0o7777
 	}
@@ -189,12 +117,12 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 	entries := make([]Entry, 0, len(infos))
 	var added int64
 	for _, in := range infos {
-		e := Entry{Path: in.rel, Mode: modeBits(in.fi)}
+		e := Entry{Path: in.rel, Mode: in.bits()}
 		p := filepath.Join(root, filepath.FromSlash(in.rel))
 		switch {
-		case in.fi.IsDir():
+		case in.isDir():
 			e.Type = Dir
-		case in.fi.Mode()&fs.ModeSymlink != 0:
+		case in.isLink():
 			e.Type = Symlink
 			if e.Link, err = os.Readlink(p); err != nil {
 				return Result{}, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
@@ -202,7 +130,7 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 			e.Size = int64(len(e.Link))
 		default:
 			e.Type = File
-			ie := statEntry(in.st)
+			ie := in.ie
 			if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(ie) {
 				e.Blob, e.Size = old.blob, old.size
 			} else {
@@ -247,7 +175,7 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 			return Result{Checkpoint: c, Skipped: skipped}, err
 		}
 	}
-	return Result{Checkpoint: c, Skipped: skipped}, nil
+	return Result{Checkpoint: c, Skipped: skipped, entries: entries}, nil
 }
 
 // pruneAuto removes the oldest automatic checkpoints of all (oldest

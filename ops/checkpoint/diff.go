@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -135,12 +134,12 @@ func (s *Store) scanLive(root string, exclude []string) ([]Entry, error) {
 	buf := make([]byte, 256<<10)
 	out := make([]Entry, 0, len(infos))
 	for _, in := range infos {
-		e := Entry{Path: in.rel, Mode: modeBits(in.fi)}
+		e := Entry{Path: in.rel, Mode: in.bits()}
 		p := filepath.Join(root, filepath.FromSlash(in.rel))
 		switch {
-		case in.fi.IsDir():
+		case in.isDir():
 			e.Type = Dir
-		case in.fi.Mode()&fs.ModeSymlink != 0:
+		case in.isLink():
 			e.Type = Symlink
 			if e.Link, err = os.Readlink(p); err != nil {
 				return nil, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
@@ -148,7 +147,7 @@ func (s *Store) scanLive(root string, exclude []string) ([]Entry, error) {
 			e.Size = int64(len(e.Link))
 		default:
 			e.Type = File
-			ie := statEntry(in.st)
+			ie := in.ie
 			if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(ie) {
 				e.Blob, e.Size = old.blob, old.size
 				break

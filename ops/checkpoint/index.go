@@ -7,8 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The index remembers, for each file of the last checkpoint, its stat data
@@ -25,10 +26,7 @@ type indexEntry struct {
 	blob               string
 }
 
-func statEntry(st *syscall.Stat_t) indexEntry {
-	if st == nil {
-		return indexEntry{mtime: -1}
-	}
+func statEntry(st *unix.Stat_t) indexEntry {
 	return indexEntry{
 		size:  st.Size,
 		mtime: st.Mtim.Nano(),
@@ -72,22 +70,56 @@ func (s *Store) loadIndex() index {
 		return index{entries: map[string]indexEntry{}}
 	}
 	for sc.Scan() {
-		var e indexEntry
-		var q string
-		line := sc.Text()
-		i := strings.IndexByte(line, '"')
-		if i < 0 {
+		e, p, ok := parseIndexLine(sc.Text())
+		if !ok {
 			return index{entries: map[string]indexEntry{}}
 		}
-		if _, err := fmt.Sscanf(line[:i], "%d %d %d %d %d %o %s ", &e.size, &e.mtime, &e.ctime, &e.ino, &e.dev, &e.mode, &e.blob); err != nil || !validBlob(e.blob) {
-			return index{entries: map[string]indexEntry{}}
-		}
-		if q, err = strconv.Unquote(line[i:]); err != nil {
-			return index{entries: map[string]indexEntry{}}
-		}
-		x.entries[q] = e
+		x.entries[p] = e
 	}
 	return x
+}
+
+// parseIndexLine parses "SIZE MTIME CTIME INO DEV MODE(octal) BLOB
+// "PATH"".
+func parseIndexLine(line string) (e indexEntry, p string, ok bool) {
+	var f [7]string
+	rest := line
+	for k := range f {
+		i := strings.IndexByte(rest, ' ')
+		if i < 0 {
+			return e, "", false
+		}
+		f[k], rest = rest[:i], rest[i+1:]
+	}
+	var err [6]error
+	e.size, err[0] = strconv.ParseInt(f[0], 10, 64)
+	e.mtime, err[1] = strconv.ParseInt(f[1], 10, 64)
+	e.ctime, err[2] = strconv.ParseInt(f[2], 10, 64)
+	e.ino, err[3] = strconv.ParseUint(f[3], 10, 64)
+	e.dev, err[4] = strconv.ParseUint(f[4], 10, 64)
+	var mode uint64
+	mode, err[5] = strconv.ParseUint(f[5], 8, 32)
+	e.mode, e.blob = uint32(mode), f[6]
+	for _, x := range err {
+		if x != nil {
+			return e, "", false
+		}
+	}
+	if !validBlob(e.blob) {
+		return e, "", false
+	}
+	p, ok = unquoteFast(rest)
+	return e, p, ok
+}
+
+// unquoteFast is strconv.Unquote, without its cost for the common path
+// that needs no escapes.
+func unquoteFast(q string) (string, bool) {
+	if len(q) >= 2 && q[0] == '"' && q[len(q)-1] == '"' && strings.IndexByte(q[1:len(q)-1], '\\') < 0 && strings.IndexByte(q[1:len(q)-1], '"') < 0 {
+		return q[1 : len(q)-1], true
+	}
+	s, err := strconv.Unquote(q)
+	return s, err == nil
 }
 
 // saveIndex replaces the index; failing, it removes it.
@@ -97,10 +129,26 @@ func (s *Store) saveIndex(start time.Time, entries map[string]indexEntry) {
 		os.Remove(s.indexPath())
 		return
 	}
-	bw := bufio.NewWriter(tmp)
+	bw := bufio.NewWriterSize(tmp, 256<<10)
 	fmt.Fprintf(bw, "%d\n", start.UnixNano())
+	line := make([]byte, 0, 256)
 	for p, e := range entries {
-		fmt.Fprintf(bw, "%d %d %d %d %d %o %s %s\n", e.size, e.mtime, e.ctime, e.ino, e.dev, e.mode, e.blob, strconv.Quote(p))
+		line = strconv.AppendInt(line[:0], e.size, 10)
+		line = append(line, ' ')
+		line = strconv.AppendInt(line, e.mtime, 10)
+		line = append(line, ' ')
+		line = strconv.AppendInt(line, e.ctime, 10)
+		line = append(line, ' ')
+		line = strconv.AppendUint(line, e.ino, 10)
+		line = append(line, ' ')
+		line = strconv.AppendUint(line, e.dev, 10)
+		line = append(line, ' ')
+		line = strconv.AppendUint(line, uint64(e.mode), 8)
+		line = append(line, ' ')
+		line = append(line, e.blob...)
+		line = append(line, ' ')
+		line = strconv.AppendQuote(line, p)
+		bw.Write(append(line, '\n'))
 	}
 	err = bw.Flush()
 	if cerr := tmp.Close(); err == nil {

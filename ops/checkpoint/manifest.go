@@ -70,16 +70,27 @@ func writeManifest(tmpDir, path string, c Checkpoint, entries []Entry) error {
 		return err
 	}
 	defer os.Remove(f.Name()) // fails once renamed
-	bw := bufio.NewWriter(f)
+	bw := bufio.NewWriterSize(f, 256<<10)
 	h, _ := json.Marshal(c)
 	bw.Write(h)
 	bw.WriteByte('\n')
+	line := make([]byte, 0, 256)
 	for _, e := range entries {
 		blob := e.Blob
 		if blob == "" {
 			blob = "-"
 		}
-		fmt.Fprintf(bw, "%c %o %d %s %s %s\n", e.Type, e.Mode, e.Size, blob, strconv.Quote(e.Link), strconv.Quote(e.Path))
+		line = append(line[:0], byte(e.Type), ' ')
+		line = strconv.AppendUint(line, uint64(e.Mode), 8)
+		line = append(line, ' ')
+		line = strconv.AppendInt(line, e.Size, 10)
+		line = append(line, ' ')
+		line = append(line, blob...)
+		line = append(line, ' ')
+		line = strconv.AppendQuote(line, e.Link)
+		line = append(line, ' ')
+		line = strconv.AppendQuote(line, e.Path)
+		bw.Write(append(line, '\n'))
 	}
 	if err := bw.Flush(); err != nil {
 		f.Close()

@@ -62,7 +62,7 @@ func (s *Store) Restore(root, ref string) (Checkpoint, Result, error) {
 	if err := writeFileSync(s.journalPath(), j); err != nil {
 		return tc, pre, fmt.Errorf("checkpoint: journal: %w", err)
 	}
-	if err := s.apply(root, want, tc.Exclude); err != nil {
+	if err := s.apply(root, want, tc.Exclude, pre.entries); err != nil {
 		return tc, pre, err
 	}
 	if err := os.Remove(s.journalPath()); err != nil {
@@ -113,7 +113,7 @@ func (s *Store) recover() error {
 	if err != nil {
 		return err
 	}
-	if err := s.apply(j.Root, want, c.Exclude); err != nil {
+	if err := s.apply(j.Root, want, c.Exclude, nil); err != nil {
 		return fmt.Errorf("checkpoint: completing an interrupted restore: %w", err)
 	}
 	return os.Remove(s.journalPath())
@@ -121,30 +121,27 @@ func (s *Store) recover() error {
 
 // apply makes the tree under root hold exactly want (paths matching
 // exclude aside), writing through an os.Root: never outside root.
-func (s *Store) apply(root string, want []Entry, exclude []string) error {
+func (s *Store) apply(root string, want []Entry, exclude []string, live []Entry) error {
 	r, err := os.OpenRoot(root)
 	if err != nil {
 		return fmt.Errorf("checkpoint: workspace: %w", err)
 	}
 	defer r.Close()
-	// Directories must be writable while their entries change.
-	infos, _, err := s.walk(root, exclude)
-	if err != nil {
-		return err
+	if live == nil {
+		if live, err = s.scanLive(root, exclude); err != nil {
+			return err
+		}
 	}
-	for _, in := range infos {
-		if in.fi.IsDir() && modeBits(in.fi)&0o700 != 0o700 {
-			if err := r.Chmod(in.rel, os.FileMode(modeBits(in.fi)|0o700)); err != nil {
-				return fmt.Errorf("checkpoint: restore %s: %w", in.rel, errors.Unwrap(err))
+	// Directories must be writable while their entries change.
+	for _, e := range live {
+		if e.Type == Dir && e.Mode&0o700 != 0o700 {
+			if err := r.Chmod(e.Path, os.FileMode(e.Mode|0o700)); err != nil {
+				return fmt.Errorf("checkpoint: restore %s: %w", e.Path, errors.Unwrap(err))
 			}
 		}
 	}
 	if rfi, err := os.Stat(root); err == nil && modeBits(rfi)&0o700 != 0o700 {
 		os.Chmod(root, rfi.Mode().Perm()|0o700)
-	}
-	live, err := s.scanLive(root, exclude)
-	if err != nil {
-		return err
 	}
 	changes := compare(live, want)
 	// Removals, children before their directories.

@@ -27,6 +27,8 @@ type results struct {
 	Pools *poolStats `json:"pools,omitempty"`
 	// Net is the network section (docker runc).
 	Net *netStats `json:"network,omitempty"`
+	// Checkpoints is the checkpoints section (local).
+	Checkpoints *cpStats `json:"checkpoints,omitempty"`
 }
 
 type backendStats struct {
@@ -115,6 +117,12 @@ func runBench(ctx context.Context, o *options) error {
 		res.Targets = netTargets(res)
 		return writeResults(o, res)
 	}
+	if o.checkpointOnly {
+		res.Checkpoints = cpBench(ctx, o, p)
+		res.Seconds = time.Since(start).Seconds()
+		res.Targets = cpTargets(res)
+		return writeResults(o, res)
+	}
 	for _, name := range o.backends {
 		if ctx.Err() != nil {
 			break
@@ -140,8 +148,11 @@ func runBench(ctx context.Context, o *options) error {
 	if o.has("docker") && ctx.Err() == nil {
 		res.Net = netBench(ctx, o, p)
 	}
+	if o.has("local") && ctx.Err() == nil {
+		res.Checkpoints = cpBench(ctx, o, p)
+	}
 	res.Seconds = time.Since(start).Seconds()
-	res.Targets = append(append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...), netTargets(res)...)
+	res.Targets = append(append(append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...), netTargets(res)...), cpTargets(res)...)
 	return writeResults(o, res)
 }
 

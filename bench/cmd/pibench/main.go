@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-net-only] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-net-only] [-checkpoint-only] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -25,25 +25,26 @@ import (
 
 // options are the flags both commands share.
 type options struct {
-	quick         bool
-	backends      []string
-	out           string
-	bin           string // the pi-sandbox CLI under test
-	shim          string // the slim in-target binary (pi-sandbox-shim)
-	image         string
-	trials        int
-	parallel      int
-	helperOnly    bool
-	hardeningOnly bool
-	hardening2    bool
-	grepOnly      bool
-	poolOnly      bool
-	netOnly       bool
-	poolN         int
-	poolDensity   int
-	poolImage     string
-	cliN          int
-	n             int
+	quick          bool
+	backends       []string
+	out            string
+	bin            string // the pi-sandbox CLI under test
+	shim           string // the slim in-target binary (pi-sandbox-shim)
+	image          string
+	trials         int
+	parallel       int
+	helperOnly     bool
+	hardeningOnly  bool
+	hardening2     bool
+	grepOnly       bool
+	poolOnly       bool
+	netOnly        bool
+	checkpointOnly bool
+	poolN          int
+	poolDensity    int
+	poolImage      string
+	cliN           int
+	n              int
 
 	// runscImage is the image of the "runsc" backend (docker on gVisor):
 	// busybox, since GNU coreutils' stat fails under Debian 12's runsc.
@@ -101,6 +102,7 @@ func main() {
 	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
 	fs.BoolVar(&o.grepOnly, "grep-only", false, "bench: only grep on a copy of Go's source tree against rg (local backend)")
 	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker)")
+	fs.BoolVar(&o.checkpointOnly, "checkpoint-only", false, "bench: only the checkpoints section (checkpoint, diff, restore on a copy of Go's src against git, local)")
 	fs.BoolVar(&o.netOnly, "net-only", false, "bench: only the network section (port tunnel latency, bulk and RSS, egress proxy latency; docker runc, image -pool-image)")
 	fs.IntVar(&o.poolN, "pool-n", 0, "bench: claims per pools op (0: 20, -quick 5)")
 	fs.IntVar(&o.poolDensity, "pool-density", 20, "bench: idle members the pools density run fills (100 for the large run)")

@@ -136,6 +136,7 @@ func markdown(res *results) string {
 	b.WriteString(grepMarkdown(res))
 	b.WriteString(poolMarkdown(res))
 	b.WriteString(netMarkdown(res))
+	b.WriteString(cpMarkdown(res))
 	for _, bs := range res.Backends {
 		w("\n## %s\n\n", bs.Name)
 		if bs.Skipped != "" {

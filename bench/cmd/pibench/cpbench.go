@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// cpStats is the checkpoints section: the CLI's checkpoint, diff and
+// restore on the local backend over a copy of Go's src tree, each against
+// the git command that does the same on an identical copy, in the same
+// run, alternating sample by sample.
+type cpStats struct {
+	Files   int      `json:"files"`
+	Rows    []netRow `json:"rows,omitempty"`
+	CLIRSS  float64  `json:"firstCheckpointPeakRSSMiB,omitempty"`
+	GitRSS  float64  `json:"gitAddCommitPeakRSSMiB,omitempty"`
+	Err     string   `json:"error,omitempty"`
+	Samples int      `json:"samples"`
+}
+
+const (
+	cpFirstTarget   = 1.0 // first checkpoint ÷ git add -A && git commit in a fresh repo
+	cpIncrTarget    = 0.3 // checkpoint after 10 changes ÷ git add -A && git commit
+	cpDiffTarget    = 1.0 // diff --name-status ÷ git status --porcelain
+	cpRestoreTarget = 1.0 // restore of 10 changed files ÷ git checkout -f . && git clean -fdq
+)
+
+// cpBench runs the checkpoints section.
+func cpBench(ctx context.Context, o *options, p *progress) *cpStats {
+	cs := &cpStats{Samples: 7}
+	if o.quick {
+		cs.Samples = 3
+	}
+	tmp, err := os.MkdirTemp("", "pibench-cp-")
+	if err != nil {
+		cs.Err = err.Error()
+		return cs
+	}
+	defer os.RemoveAll(tmp)
+	src, err := goSrc(ctx)
+	if err != nil {
+		cs.Err = err.Error()
+		return cs
+	}
+	ws, repo := filepath.Join(tmp, "ws"), filepath.Join(tmp, "repo")
+	p.step("checkpoints: copying %s twice", src)
+	for _, d := range []string{ws, repo} {
+		if out, err := exec.CommandContext(ctx, "cp", "-a", src, d).CombinedOutput(); err != nil {
+			cs.Err = fmt.Sprintf("cp -a %s: %v: %s", src, err, out)
+			return cs
+		}
+	}
+	cs.Files = countFiles(ws)
+	state := func(i int) string { return filepath.Join(tmp, fmt.Sprintf("state-%d", i)) }
+	pi := func(st string, args ...string) (*os.ProcessState, error) {
+		cmd := exec.CommandContext(ctx, o.bin, append(args, "--workdir", ws)...)
+		cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+st)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return cmd.ProcessState, fmt.Errorf("pi-sandbox %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return cmd.ProcessState, nil
+	}
+	git := func(args ...string) (*os.ProcessState, error) {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "user.name=bench", "-c", "user.email=bench@localhost", "-c", "gc.auto=0"}, args...)...)
+		cmd.Dir = repo
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return cmd.ProcessState, fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, out)
+		}
+		return cmd.ProcessState, nil
+	}
+	gitSh := func(script string) error {
+		cmd := exec.CommandContext(ctx, "sh", "-c", script)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@localhost", "GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@localhost")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v: %s", script, err, out)
+		}
+		return nil
+	}
+	changed := pickFiles(ws, 10)
+	round := 0
+	change := func() {
+		round++
+		for _, f := range changed {
+			for _, root := range []string{ws, repo} {
+				if fh, err := os.OpenFile(filepath.Join(root, f), os.O_WRONLY|os.O_APPEND, 0); err == nil {
+					fmt.Fprintf(fh, "\n// bench change %d\n", round)
+					fh.Close()
+				}
+			}
+		}
+	}
+	timed := func(f func() (*os.ProcessState, error)) (time.Duration, float64, error) {
+		t0 := time.Now()
+		ps, err := f()
+		d := time.Since(t0)
+		rss := 0.0
+		if ps != nil {
+			rss = float64(maxRSS(ps)) / 1024
+		}
+		return d, rss, err
+	}
+	type pair struct {
+		name, op, base, target string
+		limit                  float64
+		prep                   func(i int) error
+		ours, theirs           func(i int) (*os.ProcessState, error)
+	}
+	rows := []pair{
+		{"checkpoint first", "checkpoint (a fresh store)", "git add -A && git commit -q (a fresh repo)", fmt.Sprintf("≤ %.1f×", cpFirstTarget), cpFirstTarget,
+			func(i int) error {
+				os.RemoveAll(filepath.Join(repo, ".git"))
+				_, err := git("init", "-q")
+				return err
+			},
+			func(i int) (*os.ProcessState, error) { return pi(state(i), "checkpoint") },
+			func(i int) (*os.ProcessState, error) {
+				ps, err := git("add", "-A")
+				if err != nil {
+					return ps, err
+				}
+				ps2, err := git("commit", "-q", "-m", "first")
+				if ps2 != nil && ps != nil && maxRSS(ps2) > maxRSS(ps) {
+					ps = ps2
+				}
+				return ps, err
+			}},
+		{"checkpoint after 10 changes", "checkpoint after 10 files changed", "git add -A && git commit -q", fmt.Sprintf("≤ %.1f×", cpIncrTarget), cpIncrTarget,
+			func(i int) error { change(); return nil },
+			func(i int) (*os.ProcessState, error) { return pi(state(0), "checkpoint") },
+			func(i int) (*os.ProcessState, error) { return nil, gitSh("git add -A && git commit -q -m next") }},
+		{"diff --name-status", "diff --name-status (10 files changed)", "git status --porcelain", fmt.Sprintf("≤ %.1f×", cpDiffTarget), cpDiffTarget,
+			func(i int) error {
+				if i == 0 {
+					change()
+				}
+				return nil
+			},
+			func(i int) (*os.ProcessState, error) { return pi(state(0), "diff", "--name-status") },
+			func(i int) (*os.ProcessState, error) { return git("status", "--porcelain") }},
+		{"restore 10 files", "restore of 10 changed files", "git checkout -f . && git clean -fdq", fmt.Sprintf("≤ %.1f×", cpRestoreTarget), cpRestoreTarget,
+			func(i int) error { change(); return nil },
+			func(i int) (*os.ProcessState, error) { return pi(state(0), "restore", "bench-base") },
+			func(i int) (*os.ProcessState, error) { return nil, gitSh("git checkout -q -f . && git clean -fdq") }},
+	}
+	for ri, r := range rows {
+		if ctx.Err() != nil {
+			break
+		}
+		if ri == 3 { // restore's target: a named checkpoint of the state git has committed
+			if _, err := pi(state(0), "checkpoint", "--name", "bench-base"); err != nil {
+				cs.Err = err.Error()
+				return cs
+			}
+			if err := gitSh("git add -A && git commit -q -m base"); err != nil {
+				cs.Err = err.Error()
+				return cs
+			}
+		}
+		row := netRow{Name: "checkpoints: " + r.name, Op: r.op, Unit: "ms", Baseline: r.base, Target: r.target}
+		var ours, theirs []time.Duration
+		p.step("checkpoints: %s ×%d", r.name, cs.Samples)
+		for i := 0; i < cs.Samples; i++ {
+			if err := r.prep(i); err != nil {
+				row.Errs++
+				row.Err = err.Error()
+				continue
+			}
+			d, rss, err := timed(func() (*os.ProcessState, error) { return r.ours(i) })
+			if err != nil {
+				row.Errs++
+				row.Err = err.Error()
+				continue
+			}
+			if ri == 0 {
+				cs.CLIRSS = max(cs.CLIRSS, rss)
+			}
+			ours = append(ours, d)
+			d, rss, err = timed(func() (*os.ProcessState, error) { return r.theirs(i) })
+			if err != nil {
+				row.Errs++
+				row.Err = err.Error()
+				continue
+			}
+			if ri == 0 {
+				cs.GitRSS = max(cs.GitRSS, rss)
+			}
+			theirs = append(theirs, d)
+		}
+		if len(ours) > 0 && len(theirs) > 0 {
+			a, b := summarize(ours), summarize(theirs)
+			row.N, row.Value, row.P95 = a.N, a.P50Ms, p95(ours)
+			row.BaseValue, row.BaseP95 = b.P50Ms, p95(theirs)
+			row.Ratio = row.Value / row.BaseValue
+		}
+		row.Status = statusN(len(ours) > 0 && len(theirs) > 0, row.Ratio <= r.limit)
+		cs.Rows = append(cs.Rows, row)
+	}
+	return cs
+}
+
+// maxRSS is a finished process's peak RSS in KiB.
+func maxRSS(ps *os.ProcessState) int64 {
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss
+	}
+	return 0
+}
+
+// p95 of ds in milliseconds.
+func p95(ds []time.Duration) float64 {
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return float64(s[(len(s)*95+99)/100-1]) / 1e6
+}
+
+// countFiles counts the regular files under dir.
+func countFiles(dir string) int {
+	n := 0
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// pickFiles returns n .go files under dir, spread over the tree (paths
+// relative to dir).
+func pickFiles(dir string, n int) []string {
+	var all []string
+	filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() && strings.HasSuffix(p, ".go") {
+			rel, _ := filepath.Rel(dir, p)
+			all = append(all, rel)
+		}
+		return nil
+	})
+	var out []string
+	for i := 0; i < n && len(all) > 0; i++ {
+		out = append(out, all[i*len(all)/n])
+	}
+	return out
+}

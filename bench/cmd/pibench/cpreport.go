@@ -1,0 +1,52 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// cpTargets are the checkpoint rows' targets.
+func cpTargets(res *results) []targetResult {
+	cs := res.Checkpoints
+	if cs == nil {
+		return nil
+	}
+	if cs.Err != "" && len(cs.Rows) == 0 {
+		return []targetResult{{"checkpoints: section", cs.Err, "not measured"}}
+	}
+	var ts []targetResult
+	for _, r := range cs.Rows {
+		ts = append(ts, targetResult{r.Name + " " + r.Target, netValue(&r), r.Status})
+	}
+	return ts
+}
+
+// cpMarkdown is the report's checkpoints section.
+func cpMarkdown(res *results) string {
+	cs := res.Checkpoints
+	if cs == nil {
+		return ""
+	}
+	var b strings.Builder
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	w("\n## Checkpoints (local, a copy of Go's `src`: %d files)\n\n", cs.Files)
+	if cs.Err != "" {
+		w("Error: %s\n\n", cellText(cs.Err))
+	}
+	w("Each sample runs the `pi-sandbox` CLI (process start included) on one copy and the git command on an identical copy (`git` with gc off), alternating, %d samples per row; each change round appends a line to the same 10 `.go` files in both. ", cs.Samples)
+	w("The first checkpoint gets a fresh store per sample, git a fresh `git init` (not timed). Restore records the working directory first (`pre-restore-N`), as it always does.\n\n")
+	if len(cs.Rows) > 0 {
+		w("| op | n | p50 ms | p95 ms | baseline | baseline p50 ms | baseline p95 ms | ratio | target | status |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range cs.Rows {
+			v := f2(r.Value)
+			if r.Errs > 0 {
+				v += fmt.Sprintf(" (%d errors: %s)", r.Errs, cellText(r.Err))
+			}
+			w("| %s | %d | %s | %s | %s | %s | %s | %.2f× | %s | %s |\n", r.Op, r.N, v, f2(r.P95), r.Baseline, f2(r.BaseValue), f2(r.BaseP95), r.Ratio, r.Target, r.Status)
+		}
+	}
+	if cs.CLIRSS > 0 {
+		w("\nPeak RSS during the first checkpoint: the CLI (on local the checkpoint runs in it, as it runs in the helper elsewhere) %.1f MiB; git add + commit %.1f MiB.\n", cs.CLIRSS, cs.GitRSS)
+	}
+	return b.String()
+}
