@@ -205,6 +205,9 @@ func cpBench(ctx context.Context, o *options, p *progress) *cpStats {
 		row.Status = statusN(len(ours) > 0 && len(theirs) > 0, row.Ratio <= r.limit)
 		cs.Rows = append(cs.Rows, row)
 	}
+	if (o.has("docker") || o.checkpointOnly) && ctx.Err() == nil {
+		cs.Rows = append(cs.Rows, cpForkRow(ctx, o, p, 3))
+	}
 	return cs
 }
 
@@ -251,4 +254,79 @@ func pickFiles(dir string, n int) []string {
 		out = append(out, all[i*len(all)/n])
 	}
 	return out
+}
+
+const cpForkTarget = 3.0 // fork --pool P --count 8 ÷ fork --pool P --count 1
+
+// cpForkRow measures fork from a docker pool: 8 sandboxes against 1, each
+// sample after the pool was filled (not timed), the forks removed after.
+func cpForkRow(ctx context.Context, o *options, p *progress, samples int) netRow {
+	row := netRow{Name: "checkpoints: fork --pool --count 8", Op: "fork --pool P --count 8 (docker, " + o.poolImage + ")", Unit: "ms",
+		Baseline: "fork --pool P --count 1", Target: fmt.Sprintf("≤ %.0f×", cpForkTarget)}
+	run := func(args ...string) (string, error) {
+		out, err := exec.CommandContext(ctx, o.bin, args...).Output()
+		if err != nil {
+			if ee, ok := err.(*exec.ExitError); ok {
+				return "", fmt.Errorf("pi-sandbox %s: %v: %s", strings.Join(args, " "), err, ee.Stderr)
+			}
+			return "", err
+		}
+		return string(out), nil
+	}
+	fail := func(err error) netRow {
+		row.Errs++
+		row.Err = err.Error()
+		row.Status = statusN(false, false)
+		return row
+	}
+	out, err := run("up", "--image", o.poolImage)
+	if err != nil {
+		return fail(err)
+	}
+	src := strings.TrimSpace(out)
+	defer run("down", src)
+	if _, err := run("tool", "bash", `{"command":"mkdir -p app && seq 1 1000 > app/data && echo ok > app/README"}`, "--container", src); err != nil {
+		return fail(err)
+	}
+	if _, err := run("checkpoint", "--name", "bench-fork", "--container", src); err != nil {
+		return fail(err)
+	}
+	pool := fmt.Sprintf("pibench-fork-%d", os.Getpid())
+	defer run("pool", "drain", pool)
+	var one, eight []time.Duration
+	fork := func(n int) (time.Duration, error) {
+		if _, err := run("pool", "fill", pool, "--size", "9", "--image", o.poolImage); err != nil {
+			return 0, err
+		}
+		t0 := time.Now()
+		out, err := run("fork", "--pool", pool, "--count", fmt.Sprint(n), "bench-fork", "--container", src)
+		d := time.Since(t0)
+		ids := strings.Fields(out)
+		if len(ids) > 0 {
+			run(append([]string{"down"}, ids...)...)
+		}
+		if err == nil && len(ids) != n {
+			err = fmt.Errorf("fork --count %d printed %d ids", n, len(ids))
+		}
+		return d, err
+	}
+	for i := 0; i < samples && ctx.Err() == nil; i++ {
+		p.step("checkpoints: fork --pool --count 1 and 8, sample %d of %d", i+1, samples)
+		d, err := fork(1)
+		if err != nil {
+			return fail(err)
+		}
+		one = append(one, d)
+		if d, err = fork(8); err != nil {
+			return fail(err)
+		}
+		eight = append(eight, d)
+	}
+	if len(one) > 0 {
+		a, b := summarize(eight), summarize(one)
+		row.N, row.Value, row.P95, row.BaseValue, row.BaseP95 = a.N, a.P50Ms, p95(eight), b.P50Ms, p95(one)
+		row.Ratio = row.Value / row.BaseValue
+	}
+	row.Status = statusN(len(one) > 0, row.Ratio <= cpForkTarget)
+	return row
 }

@@ -34,7 +34,8 @@ func cpMarkdown(res *results) string {
 		w("Error: %s\n\n", cellText(cs.Err))
 	}
 	w("Each sample runs the `pi-sandbox` CLI (process start included) on one copy and the git command on an identical copy (`git` with gc off), alternating, %d samples per row; each change round appends a line to the same 10 `.go` files in both. ", cs.Samples)
-	w("The first checkpoint gets a fresh store per sample, git a fresh `git init` (not timed). Restore records the working directory first (`pre-restore-N`), as it always does.\n\n")
+	w("The first checkpoint gets a fresh store per sample, git a fresh `git init` (not timed). Restore records the working directory first (`pre-restore-N`), as it always does. ")
+	w("The fork row (docker) forks a checkpoint of a small tree from a busybox `up` sandbox into sandboxes claimed from a pool filled to 9 before each sample (not timed), 8 against 1, the CLI's wall time; the forks are removed after each sample.\n\n")
 	if len(cs.Rows) > 0 {
 		w("| op | n | p50 ms | p95 ms | baseline | baseline p50 ms | baseline p95 ms | ratio | target | status |\n|---|---|---|---|---|---|---|---|---|---|\n")
 		for _, r := range cs.Rows {
