@@ -51,14 +51,11 @@ func ExportBound(c Checkpoint, entries []Entry) int64 {
 // is called once the checkpoint is found, with ExportBound, before
 // anything is written.
 func (s *Store) Export(w io.Writer, ref string, head func(Checkpoint, int64)) (Checkpoint, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Checkpoint{}, err
-	}
 	c, err := s.resolve(ref)
 	if err != nil {
 		return c, err
@@ -131,14 +128,11 @@ func importError(format string, args ...any) error {
 // "..") and hard links, devices and other special files are refused, and
 // nothing is kept: no manifest, and no blob the import added.
 func (s *Store) Import(r io.Reader, name string) (Checkpoint, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Checkpoint{}, err
-	}
 	bud, err := s.newBudget()
 	if err != nil {
 		return Checkpoint{}, err

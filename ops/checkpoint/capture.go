@@ -74,14 +74,11 @@ func (s *Store) Create(root string, opt Options) (Result, error) {
 	if err := CheckExcludes(opt.Exclude); err != nil {
 		return Result{}, err
 	}
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Result{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Result{}, err
-	}
 	return s.create(root, opt)
 }
 

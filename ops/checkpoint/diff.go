@@ -81,14 +81,11 @@ type Diff struct {
 // Changes compares checkpoint from ("": the newest) with checkpoint to,
 // or with the tree under root when to is "".
 func (s *Store) Changes(root, from, to string) (Diff, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Diff{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Diff{}, err
-	}
 	d, _, _, err := s.changes(root, from, to)
 	return d, err
 }

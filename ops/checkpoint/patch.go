@@ -27,14 +27,11 @@ const (
 // WriteDiff writes the changes from checkpoint from to checkpoint to ("":
 // the tree under root) to w.
 func (s *Store) WriteDiff(w io.Writer, root, from, to string, f Format) (Diff, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Diff{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Diff{}, err
-	}
 	d, _, _, err := s.changes(root, from, to)
 	if err != nil {
 		return d, err

@@ -28,14 +28,11 @@ func (s *Store) journalPath() string { return filepath.Join(s.dir, "journal") }
 // Restore makes the tree under root the checkpoint ref names, having
 // first checkpointed the tree as it was (the second result).
 func (s *Store) Restore(root, ref string) (Checkpoint, Result, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Checkpoint{}, Result{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Checkpoint{}, Result{}, err
-	}
 	tc, err := s.resolve(ref)
 	if err != nil {
 		return tc, Result{}, err

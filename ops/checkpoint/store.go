@@ -93,6 +93,20 @@ func (s *Store) lock() (func(), error) {
 	}
 }
 
+// begin takes the lock and first completes a restore that was
+// interrupted (recover); the returned function releases the lock.
+func (s *Store) begin() (func(), error) {
+	unlock, err := s.lock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.recover(); err != nil {
+		unlock()
+		return nil, err
+	}
+	return unlock, nil
+}
+
 func (s *Store) blobPath(sum string) string {
 	return filepath.Join(s.dir, "blobs", sum[:2], sum[2:])
 }
@@ -260,14 +274,11 @@ func (s *Store) Resolve(ref string) (Checkpoint, error) {
 
 // Remove removes a checkpoint and the blobs no other one uses.
 func (s *Store) Remove(ref string) (Checkpoint, error) {
-	unlock, err := s.lock()
+	unlock, err := s.begin()
 	if err != nil {
 		return Checkpoint{}, err
 	}
 	defer unlock()
-	if err := s.recover(); err != nil {
-		return Checkpoint{}, err
-	}
 	c, err := s.resolve(ref)
 	if err != nil {
 		return c, err
