@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log"
@@ -54,4 +55,51 @@ func ExampleSandbox_Checkpoint() {
 	// A new.txt
 	// D notes.txt
 	// keep me
+}
+
+// Move a checkpoint from one sandbox to another (of any backend): export
+// it as a tar, import it there, restore it.
+func ExampleSandbox_ExportCheckpoint() {
+	ctx := context.Background()
+	state, _ := os.MkdirTemp("", "state-")
+	defer os.RemoveAll(state)
+	os.Setenv("XDG_STATE_HOME", state)
+	open := func() (*sandbox.Sandbox, string) {
+		wd, _ := os.MkdirTemp("", "work-")
+		b, err := local.New(ctx, local.Config{WorkDir: wd})
+		if err != nil {
+			log.Fatal(err)
+		}
+		sb, err := sandbox.OpenBackend(ctx, b, sandbox.Config{})
+		if err != nil {
+			log.Fatal(err)
+		}
+		return sb, wd
+	}
+	src, srcDir := open()
+	defer src.Close()
+	defer os.RemoveAll(srcDir)
+	dst, dstDir := open()
+	defer dst.Close()
+	defer os.RemoveAll(dstDir)
+
+	os.WriteFile(filepath.Join(srcDir, "prepared.txt"), []byte("ready\n"), 0o644)
+	if _, _, err := src.Checkpoint(ctx, sandbox.CheckpointOptions{Name: "prepared"}); err != nil {
+		log.Fatal(err)
+	}
+	var tar bytes.Buffer
+	if _, err := src.ExportCheckpoint(ctx, &tar, "prepared"); err != nil {
+		log.Fatal(err)
+	}
+	c, err := dst.ImportCheckpoint(ctx, &tar, "")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if _, _, err := dst.Restore(ctx, c.ID); err != nil {
+		log.Fatal(err)
+	}
+	data, _ := os.ReadFile(filepath.Join(dstDir, "prepared.txt"))
+	fmt.Print(c.Name, ": ", string(data))
+	// Output:
+	// prepared: ready
 }
