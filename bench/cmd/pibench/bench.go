@@ -29,6 +29,8 @@ type results struct {
 	Net *netStats `json:"network,omitempty"`
 	// Checkpoints is the checkpoints section (local).
 	Checkpoints *cpStats `json:"checkpoints,omitempty"`
+	// HTTP is the serve --http section (docker, local).
+	HTTP *httpStats `json:"serveHTTP,omitempty"`
 }
 
 type backendStats struct {
@@ -117,6 +119,12 @@ func runBench(ctx context.Context, o *options) error {
 		res.Targets = netTargets(res)
 		return writeResults(o, res)
 	}
+	if o.httpOnly {
+		res.HTTP = httpBench(ctx, o, p)
+		res.Seconds = time.Since(start).Seconds()
+		res.Targets = httpTargets(res)
+		return writeResults(o, res)
+	}
 	if o.checkpointOnly {
 		res.Checkpoints = cpBench(ctx, o, p)
 		res.Seconds = time.Since(start).Seconds()
@@ -151,8 +159,11 @@ func runBench(ctx context.Context, o *options) error {
 	if o.has("local") && ctx.Err() == nil {
 		res.Checkpoints = cpBench(ctx, o, p)
 	}
+	if o.has("docker") && ctx.Err() == nil {
+		res.HTTP = httpBench(ctx, o, p)
+	}
 	res.Seconds = time.Since(start).Seconds()
-	res.Targets = append(append(append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...), netTargets(res)...), cpTargets(res)...)
+	res.Targets = append(append(append(append(append(evalTargets(res), grepTargets(res)...), poolTargets(res)...), netTargets(res)...), cpTargets(res)...), httpTargets(res)...)
 	return writeResults(o, res)
 }
 

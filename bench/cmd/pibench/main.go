@@ -4,7 +4,7 @@
 // noisy: ratios travel, absolute numbers do not. Nothing here asserts a
 // time; targets are reported as met or missed.
 //
-//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-net-only] [-checkpoint-only] [-out bench]
+//	pibench bench  [-quick] [-backends local,docker,runsc,podman,ssh,k8s] [-grep-only] [-pool-only] [-net-only] [-checkpoint-only] [-http-only] [-out bench]
 //	pibench faults [-trials N] [-backends local,docker,ssh] [-out bench]
 //	pibench verdict [-out bench]   (the one-line verdict of faults.json and the docker trials)
 package main
@@ -40,6 +40,7 @@ type options struct {
 	poolOnly       bool
 	netOnly        bool
 	checkpointOnly bool
+	httpOnly       bool
 	poolN          int
 	poolDensity    int
 	poolImage      string
@@ -102,6 +103,7 @@ func main() {
 	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
 	fs.BoolVar(&o.grepOnly, "grep-only", false, "bench: only grep on a copy of Go's source tree against rg (local backend)")
 	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker)")
+	fs.BoolVar(&o.httpOnly, "http-only", false, "bench: only the serve --http section (new sessions with and without a pool, per-call latency against stdio serve, 64 concurrent sessions; docker, image -pool-image)")
 	fs.BoolVar(&o.checkpointOnly, "checkpoint-only", false, "bench: only the checkpoints section (checkpoint, diff, restore on a copy of Go's src against git, local)")
 	fs.BoolVar(&o.netOnly, "net-only", false, "bench: only the network section (port tunnel latency, bulk and RSS, egress proxy latency; docker runc, image -pool-image)")
 	fs.IntVar(&o.poolN, "pool-n", 0, "bench: claims per pools op (0: 20, -quick 5)")

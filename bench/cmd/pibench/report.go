@@ -137,6 +137,7 @@ func markdown(res *results) string {
 	b.WriteString(poolMarkdown(res))
 	b.WriteString(netMarkdown(res))
 	b.WriteString(cpMarkdown(res))
+	b.WriteString(httpMarkdown(res))
 	for _, bs := range res.Backends {
 		w("\n## %s\n\n", bs.Name)
 		if bs.Skipped != "" {
