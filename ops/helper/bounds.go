@@ -20,6 +20,10 @@ const (
 	// MaxReply bounds a JSON reply (hello, roots, ps, kill, end, a file
 	// operation, a write's status) and a search reply's line.
 	MaxReply = 1 << 20
+	// MaxListReply bounds a directory listing's reply (readdir, listdir):
+	// some 100,000 entries of ordinary names. Decoding one holds about
+	// twice its size.
+	MaxListReply = 8 << 20
 	// MaxHeaderBytes bounds a reply's header block (HEADERS and its
 	// CONTINUATION frames) and header list.
 	MaxHeaderBytes = 64 << 10
@@ -57,10 +61,15 @@ func (e *LimitError) Unwrap() error { return ops.ErrTransport }
 // decodeReply decodes one JSON value of at most MaxReply bytes from body
 // into out; what names the reply in the LimitError.
 func decodeReply(body io.Reader, what string, out any) error {
-	lr := &io.LimitedReader{R: body, N: MaxReply + 1}
+	return decodeReplyMax(body, what, MaxReply, out)
+}
+
+// decodeReplyMax is decodeReply with another bound.
+func decodeReplyMax(body io.Reader, what string, max int64, out any) error {
+	lr := &io.LimitedReader{R: body, N: max + 1}
 	err := json.NewDecoder(lr).Decode(out)
 	if err != nil && lr.N <= 0 {
-		return &LimitError{What: what, Limit: "1 MiB"}
+		return &LimitError{What: what, Limit: fmt.Sprintf("%d MiB", max>>20)}
 	}
 	return err
 }

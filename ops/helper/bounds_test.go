@@ -6,10 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
@@ -358,5 +361,40 @@ func TestProbeOutputBounded(t *testing.T) {
 	}
 	if _, _, err := helper.ReadProbe(bufio.NewReader(strings.NewReader("a=1\n"))); err == nil {
 		t.Fatal("an output without its marker was taken")
+	}
+}
+
+// TestHostileListingEndlessJSON: a listing's larger bound holds too.
+func TestHostileListingEndlessJSON(t *testing.T) {
+	cl := hostileAfterHello(t, func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, `{"entries":[{"name":"`)
+		endless(w, 'a')
+	})
+	err := watchHeap(t, 60*time.Second, func() error {
+		_, _, err := cl.ListDir(t.Context(), "/x")
+		return err
+	})
+	wantBound(t, err, "fake: helper: the helper's fs reply exceeds 8 MiB")
+}
+
+// TestListingOfManyEntries: a directory of 30,000 entries (a listing
+// reply well over MaxReply) is listed whole through the helper.
+func TestListingOfManyEntries(t *testing.T) {
+	b := open(t)
+	dir := filepath.Join(b.Info().WorkDir, "many")
+	os.Mkdir(dir, 0o755)
+	for i := range 30000 {
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("file-with-a-longer-name-%05d.txt", i)), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lf := b.(ops.ListFS)
+	_, ents, err := lf.ListDir(t.Context(), dir)
+	if err != nil || len(ents) != 30000 {
+		t.Fatalf("listdir of 30,000 entries: %d entries, %v", len(ents), err)
+	}
+	des, err := b.ReadDir(t.Context(), dir)
+	if err != nil || len(des) != 30000 {
+		t.Fatalf("readdir of 30,000 entries: %d entries, %v", len(des), err)
 	}
 }

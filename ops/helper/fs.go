@@ -148,7 +148,11 @@ func (cl *Client) fsCall(ctx context.Context, req *proto.FSRequest) (*proto.FSRe
 	}
 	defer release()
 	var reply proto.FSReply
-	if err := decodeReply(resp.Body, "fs reply", &reply); err != nil {
+	max := int64(MaxReply)
+	if req.Op == "readdir" || req.Op == "listdir" {
+		max = MaxListReply
+	}
+	if err := decodeReplyMax(resp.Body, "fs reply", max, &reply); err != nil {
 		return nil, cl.bodyErr(ctx, err)
 	}
 	return &reply, nil

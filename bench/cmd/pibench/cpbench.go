@@ -222,7 +222,8 @@ func peakRSS(ctx context.Context, dir string, env []string, argv ...string) (flo
 		return 0, err
 	}
 	var kib float64
-	if _, err := fmt.Sscan(strings.TrimSpace(string(b)), &kib); err != nil {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n") // after a "Command exited with…" line
+	if _, err := fmt.Sscan(strings.TrimSpace(lines[len(lines)-1]), &kib); err != nil {
 		return 0, fmt.Errorf("/usr/bin/time wrote %q", b)
 	}
 	return kib / 1024, nil

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -176,7 +177,19 @@ func hostileTrial(ctx context.Context, o *options, exe, name, mode, want string)
 	}
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(cctx, o.bin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo hi"}`)
+	// Under GNU time where it is: a child's ru_maxrss counts this big
+	// process it was forked from, not only the CLI.
+	argv := []string{o.bin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo hi"}`}
+	rssFile := ""
+	if _, err := os.Stat("/usr/bin/time"); err == nil {
+		if f, err := os.CreateTemp("", "pibench-rss-"); err == nil {
+			f.Close()
+			rssFile = f.Name()
+			defer os.Remove(rssFile)
+			argv = append([]string{"/usr/bin/time", "-f", "%M", "-o", rssFile}, argv...)
+		}
+	}
+	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	stdout, stderr := &tailBuffer{max: 4 << 10}, &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	start := time.Now()
@@ -188,6 +201,16 @@ func hostileTrial(ctx context.Context, o *options, exe, name, mode, want string)
 	var rss int64
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss >> 10
+	}
+	if rssFile != "" {
+		if b, err := os.ReadFile(rssFile); err == nil {
+			// The last line: GNU time writes "Command exited with
+			// non-zero status N" first when it did.
+			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+			if kib, err := strconv.ParseInt(strings.TrimSpace(lines[len(lines)-1]), 10, 64); err == nil {
+				rss = kib >> 10
+			}
+		}
 	}
 	seen, _ := runExt2(ctx, "docker", "exec", id, "cat", hostileLog)
 	seen = strings.ReplaceAll(strings.TrimSpace(seen), "\n", ", ")
