@@ -113,43 +113,27 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 	buf := make([]byte, 256<<10)
 	entries := make([]Entry, 0, len(infos))
 	var added int64
+	store := func(f *os.File, rel string) (string, int64, error) {
+		sum, n, isNew, err := s.putBlob(f, buf)
+		if err != nil {
+			return "", 0, fmt.Errorf("checkpoint: %s: %w", rel, err)
+		}
+		if isNew {
+			added += n
+			if err := bud.add(sum, n); err != nil {
+				return "", 0, err
+			}
+		}
+		return sum, n, nil
+	}
 	for _, in := range infos {
-		e := Entry{Path: in.rel, Mode: in.bits()}
-		p := filepath.Join(root, filepath.FromSlash(in.rel))
-		switch {
-		case in.isDir():
-			e.Type = Dir
-		case in.isLink():
-			e.Type = Symlink
-			if e.Link, err = os.Readlink(p); err != nil {
-				return Result{}, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
-			}
-			e.Size = int64(len(e.Link))
-		default:
-			e.Type = File
+		e, err := entryOf(root, in, idx, store)
+		if err != nil {
+			return Result{}, err
+		}
+		if e.Type == File {
 			ie := in.ie
-			if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(ie) {
-				e.Blob, e.Size = old.blob, old.size
-			} else {
-				f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-				if err != nil {
-					return Result{}, fmt.Errorf("checkpoint: cannot read %s: %w", in.rel, errors.Unwrap(err))
-				}
-				sum, n, isNew, err := s.putBlob(f, buf)
-				f.Close()
-				if err != nil {
-					return Result{}, fmt.Errorf("checkpoint: %s: %w", in.rel, err)
-				}
-				if isNew {
-					added += n
-					if err := bud.add(sum, n); err != nil {
-						return Result{}, err
-					}
-				}
-				e.Blob, e.Size = sum, n
-				ie.size = n
-			}
-			ie.blob = e.Blob
+			ie.size, ie.blob = e.Size, e.Blob
 			next[in.rel] = ie
 		}
 		entries = append(entries, e)
@@ -173,6 +157,39 @@ func (s *Store) create(root string, opt Options) (Result, error) {
 		}
 	}
 	return Result{Checkpoint: c, Skipped: skipped, entries: entries}, nil
+}
+
+// entryOf describes in, found under root by walk: a link's target is
+// read; a file's blob comes from the index when its stat data did not
+// change, else from read, which hashes (and may store) the open file.
+func entryOf(root string, in walkInfo, idx index, read func(f *os.File, rel string) (string, int64, error)) (Entry, error) {
+	e := Entry{Path: in.rel, Mode: in.bits()}
+	p := filepath.Join(root, filepath.FromSlash(in.rel))
+	switch {
+	case in.isDir():
+		e.Type = Dir
+	case in.isLink():
+		e.Type = Symlink
+		link, err := os.Readlink(p)
+		if err != nil {
+			return e, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
+		}
+		e.Link, e.Size = link, int64(len(link))
+	default:
+		e.Type = File
+		if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(in.ie) {
+			e.Blob, e.Size = old.blob, old.size
+			return e, nil
+		}
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+		if err != nil {
+			return e, fmt.Errorf("checkpoint: cannot read %s: %w", in.rel, errors.Unwrap(err))
+		}
+		defer f.Close()
+		e.Blob, e.Size, err = read(f, in.rel)
+		return e, err
+	}
+	return e, nil
 }
 
 // pruneAuto removes the oldest automatic checkpoints of all (oldest

@@ -3,12 +3,9 @@ package checkpoint
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"syscall"
 )
 
 // Change is one path that differs between two trees.
@@ -130,36 +127,18 @@ func (s *Store) scanLive(root string, exclude []string) ([]Entry, error) {
 	idx := s.loadIndex()
 	buf := make([]byte, 256<<10)
 	out := make([]Entry, 0, len(infos))
+	hash := func(f *os.File, rel string) (string, int64, error) {
+		h := sha256.New()
+		n, err := io.CopyBuffer(h, f, buf)
+		if err != nil {
+			return "", 0, fmt.Errorf("checkpoint: cannot read %s: %w", rel, err)
+		}
+		return hex.EncodeToString(h.Sum(nil)), n, nil
+	}
 	for _, in := range infos {
-		e := Entry{Path: in.rel, Mode: in.bits()}
-		p := filepath.Join(root, filepath.FromSlash(in.rel))
-		switch {
-		case in.isDir():
-			e.Type = Dir
-		case in.isLink():
-			e.Type = Symlink
-			if e.Link, err = os.Readlink(p); err != nil {
-				return nil, fmt.Errorf("checkpoint: cannot read link %s: %w", in.rel, errors.Unwrap(err))
-			}
-			e.Size = int64(len(e.Link))
-		default:
-			e.Type = File
-			ie := in.ie
-			if old, ok := idx.entries[in.rel]; ok && idx.trusted(old) && old.same(ie) {
-				e.Blob, e.Size = old.blob, old.size
-				break
-			}
-			f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint: cannot read %s: %w", in.rel, errors.Unwrap(err))
-			}
-			h := sha256.New()
-			n, err := io.CopyBuffer(h, f, buf)
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("checkpoint: cannot read %s: %w", in.rel, err)
-			}
-			e.Blob, e.Size = hex.EncodeToString(h.Sum(nil)), n
+		e, err := entryOf(root, in, idx, hash)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, e)
 	}
