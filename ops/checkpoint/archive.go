@@ -28,9 +28,9 @@ type archiveHead struct {
 	Exclude []string  `json:"exclude,omitempty"`
 }
 
-// ExportBound is at most the size of the tar Export writes for entries:
+// exportBound is at most the size of the tar Export writes for entries:
 // what a reader of it over a transport may take, and not more.
-func ExportBound(c Checkpoint, entries []Entry) int64 {
+func exportBound(c Checkpoint, entries []Entry) int64 {
 	n := int64(4<<10) + int64(len(c.Name)+len(c.ID)+64)
 	for _, x := range c.Exclude {
 		n += int64(len(x) + 8)
@@ -48,7 +48,7 @@ func ExportBound(c Checkpoint, entries []Entry) int64 {
 // directory "./" first, carrying the checkpoint's name, time and exclude
 // patterns, then every entry sorted by path, directories as "path/".
 // Each blob's SHA-256 is checked while it is copied. head, when not nil,
-// is called once the checkpoint is found, with ExportBound, before
+// is called once the checkpoint is found, with exportBound, before
 // anything is written.
 func (s *Store) Export(w io.Writer, ref string, head func(Checkpoint, int64)) (Checkpoint, error) {
 	unlock, err := s.begin()
@@ -65,7 +65,7 @@ func (s *Store) Export(w io.Writer, ref string, head func(Checkpoint, int64)) (C
 		return c, err
 	}
 	if head != nil {
-		head(c, ExportBound(c, entries))
+		head(c, exportBound(c, entries))
 	}
 	hj, _ := json.Marshal(archiveHead{Version: 1, ID: c.ID, Name: c.Name, Time: c.Time, Exclude: c.Exclude})
 	tw := tar.NewWriter(w)

@@ -17,7 +17,7 @@ import (
 
 // TestExportImportProperty: over random trees, export from one store,
 // import into another and restore there gives the tree bit for bit; the
-// tar stays within ExportBound, and tar(1) lists it.
+// tar stays within exportBound, and tar(1) lists it.
 func TestExportImportProperty(t *testing.T) {
 	defer func(d bool) { durable = d }(durable)
 	durable = false

@@ -74,7 +74,7 @@ func Do(op *ops.CheckpointOp, out io.Writer) (*ops.CheckpointResult, error) {
 	case ops.CheckpointExport:
 		c, err := s.Export(out, op.Ref, func(c Checkpoint, bound int64) {
 			res.Checkpoint, res.Size = info(c), bound
-			if h, ok := out.(HeadWriter); ok {
+			if h, ok := out.(headWriter); ok {
 				h.Head(res)
 			}
 		})
@@ -112,9 +112,9 @@ func DoFrozen(op *ops.CheckpointOp, out io.Writer, freeze func() (int, func())) 
 	return res, err
 }
 
-// HeadWriter is an out that learns the result of an export (its
+// headWriter is an out that learns the result of an export (its
 // checkpoint and Size) before the archive's first byte.
-type HeadWriter interface {
+type headWriter interface {
 	io.Writer
 	Head(*ops.CheckpointResult)
 }

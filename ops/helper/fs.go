@@ -142,16 +142,17 @@ func setRoots(req any, id int) {
 
 // fsCall runs one JSON file operation.
 func (cl *Client) fsCall(ctx context.Context, req *proto.FSRequest) (*proto.FSReply, error) {
+	return cl.fsCallMax(ctx, req, MaxReply)
+}
+
+// fsCallMax is fsCall with a reply of at most max bytes (a listing's).
+func (cl *Client) fsCallMax(ctx context.Context, req *proto.FSRequest, max int64) (*proto.FSReply, error) {
 	resp, release, err := cl.call(ctx, proto.PathFS, req, false, nil)
 	if err != nil {
 		return nil, err
 	}
 	defer release()
 	var reply proto.FSReply
-	max := int64(MaxReply)
-	if req.Op == "readdir" || req.Op == "listdir" {
-		max = MaxListReply
-	}
 	if err := decodeReplyMax(resp.Body, "fs reply", max, &reply); err != nil {
 		return nil, cl.bodyErr(ctx, err)
 	}
@@ -198,7 +199,7 @@ func (cl *Client) Lstat(ctx context.Context, name string) (fs.FileInfo, error) {
 }
 
 func (cl *Client) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, error) {
-	r, err := cl.fsCall(ctx, &proto.FSRequest{Op: "readdir", Path: proto.Str(name)})
+	r, err := cl.fsCallMax(ctx, &proto.FSRequest{Op: "readdir", Path: proto.Str(name)}, MaxListReply)
 	if err != nil {
 		return nil, err
 	}
@@ -212,7 +213,7 @@ func (cl *Client) ReadDir(ctx context.Context, name string) ([]fs.DirEntry, erro
 // ListDir stats and lists name, with what each link leads to, in one
 // round trip (ops.ListFS).
 func (cl *Client) ListDir(ctx context.Context, name string) (fs.FileInfo, []ops.ListEntry, error) {
-	r, err := cl.fsCall(ctx, &proto.FSRequest{Op: "listdir", Path: proto.Str(name)})
+	r, err := cl.fsCallMax(ctx, &proto.FSRequest{Op: "listdir", Path: proto.Str(name)}, MaxListReply)
 	if err != nil {
 		return nil, nil, err
 	}

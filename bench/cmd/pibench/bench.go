@@ -107,29 +107,22 @@ func runBench(ctx context.Context, o *options) error {
 		res.Targets = grepTargets(res)
 		return writeResults(o, res)
 	}
-	if o.poolOnly {
-		res.Pools = poolBench(ctx, o, p)
+	// A section alone: its results and its targets.
+	only := func(run func(), targets func(*results) []targetResult) error {
+		run()
 		res.Seconds = time.Since(start).Seconds()
-		res.Targets = poolTargets(res)
+		res.Targets = targets(res)
 		return writeResults(o, res)
 	}
-	if o.netOnly {
-		res.Net = netBench(ctx, o, p)
-		res.Seconds = time.Since(start).Seconds()
-		res.Targets = netTargets(res)
-		return writeResults(o, res)
-	}
-	if o.httpOnly {
-		res.HTTP = httpBench(ctx, o, p)
-		res.Seconds = time.Since(start).Seconds()
-		res.Targets = httpTargets(res)
-		return writeResults(o, res)
-	}
-	if o.checkpointOnly {
-		res.Checkpoints = cpBench(ctx, o, p)
-		res.Seconds = time.Since(start).Seconds()
-		res.Targets = cpTargets(res)
-		return writeResults(o, res)
+	switch {
+	case o.poolOnly:
+		return only(func() { res.Pools = poolBench(ctx, o, p) }, poolTargets)
+	case o.netOnly:
+		return only(func() { res.Net = netBench(ctx, o, p) }, netTargets)
+	case o.httpOnly:
+		return only(func() { res.HTTP = httpBench(ctx, o, p) }, httpTargets)
+	case o.checkpointOnly:
+		return only(func() { res.Checkpoints = cpBench(ctx, o, p) }, cpTargets)
 	}
 	for _, name := range o.backends {
 		if ctx.Err() != nil {

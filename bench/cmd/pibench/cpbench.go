@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 )
@@ -189,13 +188,7 @@ func cpBench(ctx context.Context, o *options, p *progress) *cpStats {
 			}
 			theirs = append(theirs, d)
 		}
-		if len(ours) > 0 && len(theirs) > 0 {
-			a, b := summarize(ours), summarize(theirs)
-			row.N, row.Value, row.P95 = a.N, a.P50Ms, p95(ours)
-			row.BaseValue, row.BaseP95 = b.P50Ms, p95(theirs)
-			row.Ratio = row.Value / row.BaseValue
-		}
-		row.Status = statusN(len(ours) > 0 && len(theirs) > 0, row.Ratio <= r.limit)
+		fillRow(&row, ours, theirs, r.limit)
 		cs.Rows = append(cs.Rows, row)
 	}
 	if (o.has("docker") || o.checkpointOnly) && ctx.Err() == nil {
@@ -206,34 +199,18 @@ func cpBench(ctx context.Context, o *options, p *progress) *cpStats {
 
 // peakRSS runs argv in dir under GNU time and returns its peak RSS in MiB.
 func peakRSS(ctx context.Context, dir string, env []string, argv ...string) (float64, error) {
-	f, err := os.CreateTemp("", "pibench-rss-")
-	if err != nil {
-		return 0, err
-	}
-	f.Close()
-	defer os.Remove(f.Name())
-	cmd := exec.CommandContext(ctx, "/usr/bin/time", append([]string{"-f", "%M", "-o", f.Name()}, argv...)...)
+	wrapped, peakKiB, done := underTime(argv)
+	defer done()
+	cmd := exec.CommandContext(ctx, wrapped[0], wrapped[1:]...)
 	cmd.Dir, cmd.Env = dir, append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return 0, fmt.Errorf("%s: %v: %s", strings.Join(argv, " "), err, out)
 	}
-	b, err := os.ReadFile(f.Name())
-	if err != nil {
-		return 0, err
+	kib := peakKiB()
+	if kib < 0 {
+		return 0, fmt.Errorf("%s: no peak RSS from GNU time", strings.Join(argv, " "))
 	}
-	var kib float64
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n") // after a "Command exited with…" line
-	if _, err := fmt.Sscan(strings.TrimSpace(lines[len(lines)-1]), &kib); err != nil {
-		return 0, fmt.Errorf("/usr/bin/time wrote %q", b)
-	}
-	return kib / 1024, nil
-}
-
-// p95 of ds in milliseconds.
-func p95(ds []time.Duration) float64 {
-	s := append([]time.Duration(nil), ds...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	return float64(s[(len(s)*95+99)/100-1]) / 1e6
+	return float64(kib) / 1024, nil
 }
 
 // countFiles counts the regular files under dir.
@@ -332,11 +309,6 @@ func cpForkRow(ctx context.Context, o *options, p *progress, samples int) netRow
 		}
 		eight = append(eight, d)
 	}
-	if len(one) > 0 {
-		a, b := summarize(eight), summarize(one)
-		row.N, row.Value, row.P95, row.BaseValue, row.BaseP95 = a.N, a.P50Ms, p95(eight), b.P50Ms, p95(one)
-		row.Ratio = row.Value / row.BaseValue
-	}
-	row.Status = statusN(len(one) > 0, row.Ratio <= cpForkTarget)
+	fillRow(&row, eight, one, cpForkTarget)
 	return row
 }

@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -179,16 +178,8 @@ func hostileTrial(ctx context.Context, o *options, exe, name, mode, want string)
 	defer cancel()
 	// Under GNU time where it is: a child's ru_maxrss counts this big
 	// process it was forked from, not only the CLI.
-	argv := []string{o.bin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo hi"}`}
-	rssFile := ""
-	if _, err := os.Stat("/usr/bin/time"); err == nil {
-		if f, err := os.CreateTemp("", "pibench-rss-"); err == nil {
-			f.Close()
-			rssFile = f.Name()
-			defer os.Remove(rssFile)
-			argv = append([]string{"/usr/bin/time", "-f", "%M", "-o", rssFile}, argv...)
-		}
-	}
+	argv, peakKiB, done := underTime([]string{o.bin, "tool", "--backend", "docker", "--container", id, "bash", `{"command":"echo hi"}`})
+	defer done()
 	cmd := exec.CommandContext(cctx, argv[0], argv[1:]...)
 	stdout, stderr := &tailBuffer{max: 4 << 10}, &tailBuffer{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
@@ -202,15 +193,8 @@ func hostileTrial(ctx context.Context, o *options, exe, name, mode, want string)
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		rss = ru.Maxrss >> 10
 	}
-	if rssFile != "" {
-		if b, err := os.ReadFile(rssFile); err == nil {
-			// The last line: GNU time writes "Command exited with
-			// non-zero status N" first when it did.
-			lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-			if kib, err := strconv.ParseInt(strings.TrimSpace(lines[len(lines)-1]), 10, 64); err == nil {
-				rss = kib >> 10
-			}
-		}
+	if kib := peakKiB(); kib >= 0 {
+		rss = kib >> 10
 	}
 	seen, _ := runExt2(ctx, "docker", "exec", id, "cat", hostileLog)
 	seen = strings.ReplaceAll(strings.TrimSpace(seen), "\n", ", ")

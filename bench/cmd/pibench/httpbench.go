@@ -270,17 +270,6 @@ func httpBench(ctx context.Context, o *options, p *progress) *httpStats {
 	return hs
 }
 
-// fillRow sets a latency row's figures from its samples and baseline's.
-func fillRow(r *netRow, ours, theirs []time.Duration, limit float64) {
-	if len(ours) > 0 && len(theirs) > 0 {
-		a, b := summarize(ours), summarize(theirs)
-		r.N, r.Value, r.P95 = a.N, a.P50Ms, quantile(ours, 0.95)
-		r.BaseValue, r.BaseP95 = b.P50Ms, quantile(theirs, 0.95)
-		r.Ratio = r.Value / r.BaseValue
-	}
-	r.Status = statusN(len(ours) > 0 && len(theirs) > 0, r.Ratio <= limit)
-}
-
 // pidHWM is a live process's peak RSS (VmHWM) in KiB; 0 when unknown.
 func pidHWM(pid int) int64 {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")

@@ -7,18 +7,10 @@ import (
 
 // httpTargets are the serve --http rows' targets.
 func httpTargets(res *results) []targetResult {
-	hs := res.HTTP
-	if hs == nil {
-		return nil
+	if hs := res.HTTP; hs != nil {
+		return rowTargets("serve --http", hs.Err, hs.Rows)
 	}
-	if hs.Err != "" && len(hs.Rows) == 0 {
-		return []targetResult{{"serve --http: section", hs.Err, "not measured"}}
-	}
-	var ts []targetResult
-	for _, r := range hs.Rows {
-		ts = append(ts, targetResult{r.Name + " " + r.Target, netValue(&r), r.Status})
-	}
-	return ts
+	return nil
 }
 
 // httpMarkdown is the report's serve --http section.
@@ -35,16 +27,7 @@ func httpMarkdown(res *results) string {
 	}
 	w("A new session is the go-sdk Streamable HTTP client's `initialize` through the first `bash true` result (the session ended after the clock), %d samples, each followed by one `docker run --rm --network none IMG true`; with `--pool` the pool is filled back to 2 before each sample (not timed). ", hs.SessionsN)
 	w("The per-call row alternates a read of 1 KiB over HTTP and over a stdio `serve` of the same image, %d each.\n\n", hs.CallSample)
-	if len(hs.Rows) > 0 {
-		w("| op | n | p50 ms | p95 ms | baseline | baseline p50 ms | baseline p95 ms | ratio | target | status |\n|---|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range hs.Rows {
-			v := f2(r.Value)
-			if r.Errs > 0 {
-				v += fmt.Sprintf(" (%d errors: %s)", r.Errs, cellText(r.Err))
-			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %.2f× | %s | %s |\n", r.Op, r.N, v, f2(r.P95), r.Baseline, f2(r.BaseValue), f2(r.BaseP95), r.Ratio, r.Target, r.Status)
-		}
-	}
+	rowTable(w, hs.Rows)
 	if hs.Sessions > 0 {
 		w("\n%d concurrent sessions on local, 10 `bash true` each: %d calls, %.0f calls/s, p95 %.1f ms; the server's peak RSS %.1f MiB.", hs.Sessions, hs.Calls, hs.CallsPerS, hs.CallP95, hs.ServerRSS)
 	}

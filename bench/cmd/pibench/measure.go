@@ -131,3 +131,14 @@ func ratio(a, b float64) float64 {
 	}
 	return a / b
 }
+
+// fillRow sets a latency row's figures from its samples and baseline's.
+func fillRow(r *netRow, ours, theirs []time.Duration, limit float64) {
+	if len(ours) > 0 && len(theirs) > 0 {
+		a, b := summarize(ours), summarize(theirs)
+		r.N, r.Value, r.P95 = a.N, a.P50Ms, quantile(ours, 0.95)
+		r.BaseValue, r.BaseP95 = b.P50Ms, quantile(theirs, 0.95)
+		r.Ratio = r.Value / r.BaseValue
+	}
+	r.Status = statusN(len(ours) > 0 && len(theirs) > 0, r.Ratio <= limit)
+}
