@@ -15,7 +15,7 @@ import (
 // DebianPackages are installed into pi-sandbox/debian on top of minbase.
 var DebianPackages = []string{
 	"bash", "coreutils", "findutils", "grep", "sed", "procps", "util-linux",
-	"ripgrep", "fd-find", "git", "ca-certificates",
+	"ripgrep", "fd-find", "git", "curl", "ca-certificates",
 }
 
 // DebianSuite is the Debian release the images are made of.
@@ -24,7 +24,7 @@ const DebianSuite = "bookworm"
 func init() {
 	Register(Image{
 		Name:    "pi-sandbox/debian",
-		Summary: "Debian " + DebianSuite + " minbase + bash, coreutils, ripgrep, fd-find, git (about a minute)",
+		Summary: "Debian " + DebianSuite + " minbase + bash, coreutils, ripgrep, fd-find, git, curl (about a minute)",
 		Key:     func() ([]byte, error) { return DebianKey("debian v1", DebianPackages) },
 		Build: func(ctx context.Context, b *Builder, ref string) error {
 			return b.BuildDebian(ctx, ref, DebianPackages, "")

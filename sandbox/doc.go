@@ -79,9 +79,13 @@
 // helper), the bash tool's commands get HTTP_PROXY and its peers, and each
 // connection is decided and dialled on this host (allow rules, resolved
 // addresses checked, TLS server name checked; one [EgressEntry] audit line
-// each). [InjectRule]s add a header to plain-HTTP requests for a host on
-// this host's side, from a host variable that commands never get and
-// results never show. Close closes the proxy. On backends whose loopback
+// each). [InjectRule]s add a header to the requests for a host on this
+// host's side, from a host variable that commands never get and results
+// never show; HTTPS to such a host is terminated with a certificate
+// authority made for the session (its key only in this process; its
+// certificate in a bundle in the target that the commands' SSL_CERT_FILE
+// and its peers name) and the real server is verified with the system's
+// roots and NetworkPolicy.EgressCA. Close closes the proxy. On backends whose loopback
 // is shared ([ops.CapSharedLoopback]) the proxy needs a per-session
 // credential, Info.Limits says the policy is advisory, and inject rules
 // need NetworkPolicy.AllowSharedInject.

@@ -35,6 +35,9 @@ type egress struct {
 	proxy *egressProxy
 	env   []string // what the session's commands get
 	limit []string // the lines Info adds to Limits
+	// bundle is the session's CA bundle in the target (inject rules), on b.
+	bundle string
+	b      ops.Backend
 }
 
 // startEgress listens on the target's loopback through b and serves the
@@ -63,6 +66,13 @@ func startEgress(ctx context.Context, b ops.Backend, pol *compiledPolicy, np Net
 	}
 	p := newEgressProxy(ln, rules, token)
 	p.inject = inject
+	bundle := ""
+	if len(inject.rules) > 0 {
+		if p.mitm, bundle, err = startIntercepting(ctx, b, pol); err != nil {
+			ln.Close()
+			return nil, err
+		}
+	}
 	if np.MaxConnections > 0 {
 		p.max = np.MaxConnections
 	}
@@ -86,8 +96,13 @@ func startEgress(ctx context.Context, b ops.Backend, pol *compiledPolicy, np Net
 		},
 		limit: []string{fmt.Sprintf("egress: only through the session's proxy on the target's 127.0.0.1:%d, to %s", port, rules)},
 	}
-	if len(inject.rules) > 0 {
-		e.limit = append(e.limit, "egress: headers added outside the target to plain-HTTP requests for "+inject.String())
+	if bundle != "" {
+		e.bundle, e.b = bundle, b
+		for _, k := range caBundleEnv {
+			e.env = append(e.env, k+"="+bundle)
+		}
+		e.limit = append(e.limit, "egress: headers added outside the target to HTTP and HTTPS requests for "+inject.String()+
+			"; HTTPS to them is terminated with the session's CA, which commands trust through "+bundle)
 	}
 	if shared {
 		e.limit = append(e.limit, AdvisoryEgress)
@@ -99,7 +114,31 @@ func startEgress(ctx context.Context, b ops.Backend, pol *compiledPolicy, np Net
 func (e *egress) close() {
 	if e != nil {
 		e.proxy.close()
+		if e.bundle != "" {
+			removeCABundle(e.b, e.bundle)
+		}
 	}
+}
+
+// startIntercepting makes the session's CA and writes its bundle in the
+// target's state directory.
+func startIntercepting(ctx context.Context, b ops.Backend, pol *compiledPolicy) (*intercepting, string, error) {
+	roots := pol.roots
+	if roots == nil {
+		var err error
+		if roots, err = upstreamRoots(nil); err != nil {
+			return nil, "", err
+		}
+	}
+	ca, err := newEgressCA()
+	if err != nil {
+		return nil, "", err
+	}
+	bundle, err := writeCABundle(ctx, b, b.Info().SpillDir, ca)
+	if err != nil {
+		return nil, "", err
+	}
+	return &intercepting{ca: ca, roots: roots}, bundle, nil
 }
 
 // writeEgress appends one proxy connection's line.

@@ -10,8 +10,9 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 )
 
-// InjectRule adds a header to the plain-HTTP requests the session's proxy
-// sends to one host, outside the target: commands never see the value.
+// InjectRule adds a header to the requests the session's proxy sends to
+// one host, plain HTTP and HTTPS (terminated by the proxy), outside the
+// target: commands never see the value.
 type InjectRule struct {
 	// Host has an allow rule's syntax (a name, "*.domain" or an IP literal,
 	// optional ":PORT") and is allowed by it.

@@ -38,7 +38,8 @@ type egressProxy struct {
 	rules  egressRules
 	ln     net.Listener
 	token  string          // the credential a shared loopback needs; "": none
-	inject *compiledInject // headers added to plain-HTTP requests; nil: none
+	inject *compiledInject // headers added to requests; nil: none
+	mitm   *intercepting   // TLS terminated for inject hosts; nil: every CONNECT is a tunnel
 	max    int
 	// lookup resolves a name; dial connects to an address already checked.
 	lookup func(ctx context.Context, host string) ([]netip.Addr, error)
@@ -197,6 +198,10 @@ func (p *egressProxy) handle(c net.Conn) {
 	defer func() { ent.BytesUp, ent.BytesDown = cu.out.Load(), cu.in.Load() }()
 	defer up.Close()
 	if !p.upstream(c, up) {
+		return
+	}
+	if req.Method == http.MethodConnect && p.intercepts(host, port) {
+		ent.Status, ent.Reason = p.intercept(c, br, cu, host, port)
 		return
 	}
 	if req.Method == http.MethodConnect {

@@ -155,7 +155,7 @@ func TestEgressProxyConnect(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("CONNECT: %v %v", resp, err)
 	}
-	tc := tls.Client(&bufConn{Conn: pc, r: br}, &tls.Config{ServerName: "evil.example", InsecureSkipVerify: true})
+	tc := tls.Client(&bufferedConn{Conn: pc, r: br}, &tls.Config{ServerName: "evil.example", InsecureSkipVerify: true})
 	if err := tc.Handshake(); err == nil || !strings.Contains(err.Error(), "access denied") {
 		t.Errorf("a handshake with another SNI: %v, want the access_denied alert", err)
 	}
@@ -172,13 +172,6 @@ func TestEgressProxyConnect(t *testing.T) {
 		t.Errorf("no audit line of the SNI mismatch: %+v", audit())
 	}
 }
-
-type bufConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
 // rawConnect sends one CONNECT and returns the answer's status and body.
 func rawConnect(t *testing.T, proxy, target, extra string) (int, string) {

@@ -25,9 +25,15 @@ type NetworkPolicy struct {
 	// MaxConnections bounds the proxy connections open at once (zero:
 	// DefaultMaxEgressConnections); the next is answered 503.
 	MaxConnections int `json:"maxConnections,omitempty"`
-	// Inject adds headers to plain-HTTP requests for a host outside the
-	// target (see [InjectRule]); a rule's host is allowed.
+	// Inject adds headers to the requests for a host outside the target
+	// (see [InjectRule]); a rule's host is allowed. HTTPS to it is
+	// terminated by the proxy with a CA made for the session, which the
+	// session's commands trust.
 	Inject []InjectRule `json:"inject,omitempty"`
+	// EgressCA names PEM files on this host with CA certificates that an
+	// inject host's certificate may chain to, besides the system's roots
+	// (a private upstream).
+	EgressCA []string `json:"egressCA,omitempty"`
 	// AllowSharedInject lets inject rules run where the proxy listens on a
 	// loopback other users of the host share (local, ssh): any process
 	// holding the session's proxy credential gets the header added.

@@ -163,6 +163,7 @@ func (p *Policy) Merge(q Policy) {
 	}
 	p.Network.Allow = append(p.Network.Allow, q.Network.Allow...)
 	p.Network.Inject = append(p.Network.Inject, q.Network.Inject...)
+	p.Network.EgressCA = append(p.Network.EgressCA, q.Network.EgressCA...)
 	p.Network.AllowSharedInject = p.Network.AllowSharedInject || q.Network.AllowSharedInject
 	if q.Network.MaxConnections != 0 {
 		p.Network.MaxConnections = q.Network.MaxConnections
@@ -234,6 +235,10 @@ func (p *Policy) RegisterFlags(fs *flag.FlagSet) {
 			return fmt.Errorf("network allow rule %q: %s", v, err)
 		}
 		p.Network.Allow = append(p.Network.Allow, v)
+		return nil
+	})
+	fs.Func("egress-ca", "trust the CA certificates in PEM `FILE` for the HTTPS servers of inject rules, besides the system's (repeatable)", func(v string) error {
+		p.Network.EgressCA = append(p.Network.EgressCA, v)
 		return nil
 	})
 	fs.BoolVar(&p.Network.AllowSharedInject, "allow-shared-inject", p.Network.AllowSharedInject, "let network inject rules run on local and ssh, where the proxy's loopback is shared with the host's other users")

@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"slices"
 
@@ -16,6 +17,7 @@ type compiledPolicy struct {
 	redact    *redactor
 	egress    egressRules
 	inject    *compiledInject
+	roots     *x509.CertPool // what an inject host's certificate is verified with; nil: none read
 }
 
 // compilePolicy compiles p; lookup reads the secrets' host environment
@@ -47,6 +49,11 @@ func compilePolicy(p Policy, lookup func(string) (string, bool)) (*compiledPolic
 		return nil, err
 	}
 	cp.egress = append(cp.egress, cp.inject.allowRules()...)
+	if lookup != nil && (len(p.Network.EgressCA) > 0 || len(cp.inject.rules) > 0) {
+		if cp.roots, err = upstreamRoots(p.Network.EgressCA); err != nil {
+			return nil, err
+		}
+	}
 	if p.Network.MaxConnections < 0 {
 		return nil, ops.ConfigError("sandbox: policy: network maxConnections %d is negative", p.Network.MaxConnections)
 	}
