@@ -100,10 +100,10 @@ demo: build
 	rc=$$?; rm -rf "$$tmp"; exit $$rc
 
 # A single-node Kubernetes cluster on this machine (hack/cluster): built from Go modules and
-# Debian packages (cached by version, minutes the first time), started in the background; the
-# last line printed is its kubeconfig. Needs root and the Docker engine (for the images).
-# make cluster-build only fills that cache. CLUSTER_JOBS raises the build parallelism (go build
-# -p, GOMAXPROCS).
+# Debian packages (cached by version, minutes the first time), started in the background with
+# the agent-sandbox controller and its CRDs; the last line printed is its kubeconfig. Needs root
+# and the Docker engine (for the images). make cluster-build only fills that cache.
+# CLUSTER_JOBS raises the build parallelism (go build -p, GOMAXPROCS).
 CLUSTER_JOBS ?= 1
 CLUSTER      = $(GO) run ./hack/cluster -jobs $(CLUSTER_JOBS)
 cluster:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -44,22 +45,34 @@ func newAPIClient(l layout) (*apiClient, error) {
 
 // do sends a request and decodes a 2xx JSON answer into out (when non-nil).
 func (c *apiClient) do(method, path string, out any) error {
-	req, err := http.NewRequest(method, c.base+path, nil)
+	return c.send(method, path, "", nil, out)
+}
+
+// send is do with a request body of the given content type.
+func (c *apiClient) send(method, path, contentType string, body []byte, out any) error {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequest(method, c.base+path, rd)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
+	answer, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, body)
+		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, answer)
 	}
 	if out != nil {
-		return json.Unmarshal(body, out)
+		return json.Unmarshal(answer, out)
 	}
 	return nil
 }
@@ -107,4 +120,30 @@ func (c *apiClient) pods() ([]podRef, error) {
 
 func (c *apiClient) deletePod(p podRef) error {
 	return c.do("DELETE", fmt.Sprintf("/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=1", p.Namespace, p.Name), nil)
+}
+
+// applyCRD creates or updates a CustomResourceDefinition by server-side apply of its YAML
+// manifest, owned by the field manager pi-sandbox-cluster.
+func (c *apiClient) applyCRD(name string, manifest []byte) error {
+	return c.send("PATCH", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name+
+		"?fieldManager=pi-sandbox-cluster&force=true", "application/apply-patch+yaml", manifest, nil)
+}
+
+// crdEstablished reports nil once the CustomResourceDefinition's Established condition is
+// True, that is once its resources are served.
+func (c *apiClient) crdEstablished(name string) error {
+	var crd struct {
+		Status struct {
+			Conditions []struct{ Type, Status, Message string }
+		}
+	}
+	if err := c.do("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, &crd); err != nil {
+		return err
+	}
+	for _, cond := range crd.Status.Conditions {
+		if cond.Type == "Established" && cond.Status == "True" {
+			return nil
+		}
+	}
+	return fmt.Errorf("CustomResourceDefinition %s not Established yet", name)
 }

@@ -18,6 +18,8 @@ import (
 // bins are the paths of everything the cluster runs.
 type bins struct {
 	k8sDir, containerdDir, cniDir, etcd, pause string
+	agentSandbox                               string // the agent-sandbox controller
+	agentSandboxCRDs                           string // the directory of its CRD manifests
 }
 
 func (b bins) k8s(name string) string        { return filepath.Join(b.k8sDir, name) }
@@ -39,6 +41,9 @@ func ensureBins(cfg config) (bins, error) {
 	if err := goBuild(cfg, b.containerdDir, filepath.Join(cfg.repo, "hack/cluster/tools/containerd"),
 		[]string{"-tags", "no_btrfs"}, "-s -w -X github.com/containerd/containerd/v2/version.Version="+containerdVersion,
 		"github.com/containerd/containerd/v2/cmd/", "containerd", "containerd-shim-runc-v2", "ctr"); err != nil {
+		return b, err
+	}
+	if err := ensureAgentSandbox(cfg, &b); err != nil {
 		return b, err
 	}
 	deb, err := ensureDebs(cfg)

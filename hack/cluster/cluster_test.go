@@ -14,8 +14,9 @@ import (
 // the tools modules really build.
 func TestToolsVersions(t *testing.T) {
 	for file, want := range map[string]string{
-		"tools/k8s/go.mod":        "\tk8s.io/kubernetes " + kubeVersion + " ",
-		"tools/containerd/go.mod": "\tgithub.com/containerd/containerd/v2 " + containerdVersion + " ",
+		"tools/k8s/go.mod":           "\tk8s.io/kubernetes " + kubeVersion + " ",
+		"tools/containerd/go.mod":    "\tgithub.com/containerd/containerd/v2 " + containerdVersion + " ",
+		"tools/agent-sandbox/go.mod": "\tsigs.k8s.io/agent-sandbox " + agentSandboxVersion + " ",
 	} {
 		b, err := os.ReadFile(file)
 		if err != nil {
@@ -97,5 +98,47 @@ func TestPauseArchive(t *testing.T) {
 	}
 	if got, _ := io.ReadAll(lr); string(got) != "\x7fELF fake pause" {
 		t.Errorf("layer content %q", got)
+	}
+}
+
+func TestCRDName(t *testing.T) {
+	manifest := "---\napiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n" +
+		"  annotations:\n    controller-gen.kubebuilder.io/version: v0.19.0\n    name: not-this\n" +
+		"  name: sandboxes.agents.x-k8s.io\nspec:\n  names:\n    kind: Sandbox\n"
+	if got := crdName([]byte(manifest)); got != "sandboxes.agents.x-k8s.io" {
+		t.Errorf("crdName = %q", got)
+	}
+	if got := crdName([]byte("kind: ConfigMap\ndata:\n  name: x\n")); got != "" {
+		t.Errorf("crdName of a manifest without metadata = %q", got)
+	}
+}
+
+// Only the lines after the offset count, and a kind is started only by its own
+// "Starting workers" line.
+func TestWorkersStarted(t *testing.T) {
+	line := func(msg, kind string) string {
+		return `{"level":"info","msg":"` + msg + `","controller":"x","controllerKind":"` + kind + `"}` + "\n"
+	}
+	var old string
+	for _, k := range agentSandboxKinds {
+		old += line("Starting workers", k)
+	}
+	current := "not json\n" + line("Starting Controller", "SandboxWarmPool")
+	for _, k := range agentSandboxKinds[:len(agentSandboxKinds)-1] {
+		current += line("Starting workers", k)
+	}
+	p := t.TempDir() + "/controller.log"
+	if err := os.WriteFile(p, []byte(old+current), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := workersStarted(p, int64(len(old)))
+	if err == nil || !strings.Contains(err.Error(), "SandboxWarmPool") {
+		t.Fatalf("workersStarted = %v; want SandboxWarmPool missing", err)
+	}
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(line("Starting workers", "SandboxWarmPool"))
+	f.Close()
+	if err := workersStarted(p, int64(len(old))); err != nil {
+		t.Fatalf("workersStarted = %v", err)
 	}
 }

@@ -6,17 +6,21 @@
 // through the wrapper module in tools/k8s; containerd, its runc shim and ctr from
 // github.com/containerd/containerd/v2 through tools/containerd (Debian's containerd 1.6
 // drops CRI exec stderr and truncates exec stdin); etcd and the CNI plugins unpacked from
-// Debian's .debs; the pause image compiled from Kubernetes' pause.c. Binaries are cached
-// by version under $XDG_CACHE_HOME/pi-sandbox/cluster (default ~/.cache).
+// Debian's .debs; the pause image compiled from Kubernetes' pause.c; the agent-sandbox
+// controller from sigs.k8s.io/agent-sandbox through tools/agent-sandbox. Binaries are
+// cached by version under $XDG_CACHE_HOME/pi-sandbox/cluster (default ~/.cache).
 //
 // "cluster build" only fills the cache (.ci/run starts it early, beside the image
 // builds, which need the network and the disk more than the CPU).
 //
 // "cluster up" starts the components detached (new session, output in log files under
-// the state directory), waits until the node is Ready, imports the project's images
-// (docker.io/pi-sandbox/busybox:latest, docker.io/pi-sandbox/debian:latest) and prints the
-// kubeconfig's path as its last line. Run again with a healthy cluster, it only prints
-// the path. "cluster down" stops what up started, by recorded PID, and removes its
+// the state directory), waits until the node is Ready, applies the agent-sandbox CRDs
+// (Sandbox, SandboxClaim, SandboxTemplate, SandboxWarmPool), starts the agent-sandbox
+// controller with its extensions (on the host, with the admin kubeconfig), imports the
+// project's images (docker.io/pi-sandbox/busybox:latest, docker.io/pi-sandbox/debian:latest)
+// and prints the kubeconfig's path as its last line. Run again with a healthy cluster, it
+// only prints the path (after starting the agent-sandbox controller if that alone is not
+// running). "cluster down" stops what up started, by recorded PID, and removes its
 // mounts, cgroups, bridge, network namespaces, host files and state.
 //
 // Quirks of the machines this runs on, handled here: no CAP_SYS_RESOURCE (containerd's

@@ -25,6 +25,7 @@ func down(cfg config) error {
 	t0 := time.Now()
 	host := loadHost(l)
 	// Controllers first, so nothing recreates the pods deleted next.
+	stopComponent(l, agentSandboxName, 10*time.Second)
 	stopComponent(l, "kube-controller-manager", 10*time.Second)
 	stopComponent(l, "kube-scheduler", 10*time.Second)
 	deletePods(l)

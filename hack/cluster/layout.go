@@ -35,14 +35,18 @@ const (
 	etcdPort     = 2379
 	etcdPeerPort = 2380
 	kubeletPort  = 10250
+	// agentSandboxProbePort serves the agent-sandbox controller's /healthz and /readyz.
+	agentSandboxProbePort = 10263
 )
 
 // ports are checked free before anything starts, so a clash fails fast with its name.
 var ports = map[int]string{
 	etcdPort: "etcd", etcdPeerPort: "etcd peer", apiPort: "kube-apiserver",
 	kubeletPort: "kubelet", 10248: "kubelet healthz", 10257: "kube-controller-manager",
-	10259: "kube-scheduler",
+	10259: "kube-scheduler", agentSandboxProbePort: "agent-sandbox-controller health probe",
 }
 
-// components in start order; down stops them in reverse, with the pods in between.
+// components in start order; down stops them in reverse, with the pods in between. The
+// agent-sandbox controller, started last and stopped first, is apart: up starts it alone
+// when the rest runs.
 var components = []string{"containerd", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet"}

@@ -10,9 +10,10 @@ import (
 // Versions of what the cluster is built from. tools/*/go.mod must require the same
 // (TestToolsVersions).
 const (
-	kubeVersion       = "v1.37.2"
-	containerdVersion = "v2.4.2"
-	pauseTag          = "3.10"
+	kubeVersion         = "v1.37.2"
+	containerdVersion   = "v2.4.2"
+	pauseTag            = "3.10"
+	agentSandboxVersion = "v1.0.1" // sigs.k8s.io/agent-sandbox: its controller and CRDs
 )
 
 // images are the project's images imported into the cluster's containerd, under the

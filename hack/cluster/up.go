@@ -12,9 +12,25 @@ import (
 )
 
 // up starts the cluster unless a healthy one is running, and returns the kubeconfig path.
+// A healthy cluster whose agent-sandbox controller does not run gets only the controller.
 func up(cfg config) (string, error) {
 	l := layout{cfg.stateDir}
 	if healthy(l) {
+		if agentSandboxRunning(l) {
+			return l.kubeconfig(), nil
+		}
+		logf("the cluster runs but not its agent-sandbox controller; starting it")
+		b, err := ensureBins(cfg)
+		if err != nil {
+			return "", err
+		}
+		api, err := newAPIClient(l)
+		if err != nil {
+			return "", err
+		}
+		if err := startAgentSandbox(l, b, api); err != nil {
+			return "", err
+		}
 		return l.kubeconfig(), nil
 	}
 	if fileExists(l.dir) {
@@ -181,6 +197,9 @@ func startAll(l layout, b bins) error {
 	if err := waitFor(l, "kube-controller-manager", recorded(l, "kube-controller-manager"), 2*time.Minute, func() error {
 		return api.do("GET", "/api/v1/namespaces/default/serviceaccounts/default", nil)
 	}); err != nil {
+		return err
+	}
+	if err := startAgentSandbox(l, b, api); err != nil {
 		return err
 	}
 	return <-imported
