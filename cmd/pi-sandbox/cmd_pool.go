@@ -117,9 +117,17 @@ func runPoolFill(ctx context.Context, args []string, io stdio) int {
 	f.about = "Makes sure pool NAME has N idle running members of this configuration, hardened as up makes\nthem, with the helper daemon started; prints the ids it created on stdout, one per line\n(progress on stderr). Run again it tops the pool up; a changed configuration replaces the\nidle members."
 	var size int
 	read := poolFlags(f, &size)
+	var kf k8sFlags
+	kf.register(f.FlagSet)
 	name, cfg, code, ok := parsePool(f, args, read)
 	if !ok {
 		return code
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
+	}
+	if kf.backend == "k8s" {
+		return poolFillK8s(ctx, f, &kf, name, cfg, size, io)
 	}
 	ids, err := docker.Fill(ctx, cfg, name, size, func(s string) { fmt.Fprintf(io.err, "pi-sandbox pool fill: %s\n", s) })
 	for _, id := range ids {
@@ -160,9 +168,17 @@ func runPoolKeep(ctx context.Context, args []string, io stdio) int {
 func runPoolDrain(ctx context.Context, args []string, io stdio) int {
 	f := newFlagSet("pool drain", "NAME", io)
 	f.about = "Removes pool NAME's idle members and prints their ids; claimed members stay. An empty or\nunknown pool has nothing to drain (exit 0)."
+	var kf k8sFlags
+	kf.register(f.FlagSet)
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
+	}
+	if kf.backend == "k8s" {
+		return poolDrainK8s(ctx, f, &kf, rest, io)
 	}
 	name, code, ok := poolName(f, rest)
 	if !ok {

@@ -35,9 +35,17 @@ func runPoolLs(ctx context.Context, args []string, io stdio) int {
 	f := newFlagSet("pool ls", "[flags] [NAME]", io)
 	f.about = "Lists the pools (or pool NAME): idle and claimed members and the idle members' ages."
 	asJSON := f.Bool("json", false, "print one JSON array")
+	var kf k8sFlags
+	kf.register(f.FlagSet)
 	rest, code, ok := f.parse(args)
 	if !ok {
 		return code
+	}
+	if msg := kf.check(); msg != "" {
+		return f.usageError("%s", msg)
+	}
+	if kf.backend == "k8s" {
+		return poolLsK8s(ctx, f, &kf, rest, *asJSON, io)
 	}
 	name := ""
 	if len(rest) > 1 {

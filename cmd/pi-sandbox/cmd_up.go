@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
@@ -55,8 +53,11 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 		return f.usageError("%s", msg)
 	}
 	if *pool != "" || *noCold {
-		if kf.backend != "docker" {
-			return f.usageError("--pool is for the docker backend")
+		if msg := kf.check(); msg != "" {
+			return f.usageError("%s", msg)
+		}
+		if kf.backend == "k8s" {
+			return upPoolK8s(ctx, f, &kf, *pool, *noCold, io)
 		}
 		return upPool(ctx, f, *pool, *noCold, io)
 	}
@@ -120,23 +121,16 @@ func labelMap(labels []string) map[string]string {
 	return m
 }
 
-// upPoolConflicts are the flags a pool's configuration replaces.
-var upPoolConflicts = []string{"image", "user", "workdir", "mount", "label", "memory", "cpus", "pids-limit", "runtime",
-	"allow-network", "writable-rootfs", "max-saved-output", "ttl", "idle-timeout",
-	"kubeconfig", "context", "namespace"}
+// upPoolConfigFlags are the flags a pool's configuration replaces.
+var upPoolConfigFlags = []string{"image", "user", "workdir", "mount", "label", "memory", "cpus", "pids-limit", "runtime",
+	"allow-network", "writable-rootfs", "max-saved-output", "ttl", "idle-timeout"}
 
 // upPool is `up --pool NAME [--no-cold]`: a claim of a pool's idle member.
 func upPool(ctx context.Context, f *flagSet, pool string, noCold bool, io stdio) int {
 	if pool == "" {
 		return f.usageError("--no-cold needs --pool")
 	}
-	bad := ""
-	f.Visit(func(fl *flag.Flag) {
-		if bad == "" && slices.Contains(upPoolConflicts, fl.Name) {
-			bad = fl.Name
-		}
-	})
-	if bad != "" {
+	if bad := visited(f, upPoolConfigFlags); bad != "" {
 		return f.usageError("--%s with --pool: the pool's configuration applies", bad)
 	}
 	cli, err := docker.NewClient()

@@ -2,6 +2,7 @@ package k8s
 
 import (
 	"fmt"
+	"sync"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -18,6 +19,10 @@ type Client struct {
 	Context string
 
 	api *api
+
+	asOnce sync.Once // the agent-sandbox clients (agentsandbox_api.go)
+	as     *asClients
+	asErr  error
 }
 
 // NewClient loads the cluster configuration of cfg (Kubeconfig, Context,

@@ -65,9 +65,7 @@ func hardenedPod(cfg *Config, kind, name string, hostUsersFalse bool) *corev1.Po
 	if kind == KindSandbox {
 		// The up pod's helper key: readable through the API, not from
 		// inside the pod (no service account token, no downward API).
-		var k [32]byte
-		rand.Read(k[:])
-		annotations = map[string]string{AnnotationHelperKey: hex.EncodeToString(k[:])}
+		annotations = map[string]string{AnnotationHelperKey: newHelperKey()}
 	}
 	limits := corev1.ResourceList{}
 	if cfg.CPUs > 0 {

@@ -47,6 +47,12 @@ func Down(ctx context.Context, c *Client, name string) error {
 	if p.Labels[LabelManaged] != "true" {
 		return fmt.Errorf("k8s: pod %q was not created by pi-sandbox (no %s label)", name, LabelManaged)
 	}
+	if claim := p.Labels[LabelClaim]; claim != "" {
+		return downClaim(ctx, c, name, claim)
+	}
+	if pool := p.Labels[LabelPool]; pool != "" {
+		return fmt.Errorf("k8s: pod %q is an idle member of pool %s (its warm pool would replace it): pi-sandbox pool drain --backend k8s %s removes the pool's idle members", name, pool, pool)
+	}
 	return deletePodCtx(ctx, c, name, true)
 }
 
@@ -108,6 +114,18 @@ func GC(ctx context.Context, c *Client, all bool, maxAge time.Duration) ([]strin
 	var removed []string
 	for _, s := range list {
 		if !all && !Leaked(s, maxAge) {
+			continue
+		}
+		// A pool's pods belong to its warm pool (pool drain) or to a
+		// claim, whose deletion removes the pod.
+		if claim := s.Labels[LabelClaim]; claim != "" {
+			if err := c.asDelete(ctx, "sandboxclaims", claim); err != nil && !apierrors.IsNotFound(err) {
+				return removed, asErr("delete sandbox claim", "sandboxclaims", err)
+			}
+			removed = append(removed, s.Name)
+			continue
+		}
+		if s.Labels[LabelPool] != "" {
 			continue
 		}
 		if err := deletePodCtx(ctx, c, s.Name, false); err != nil {
