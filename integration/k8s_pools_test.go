@@ -55,6 +55,9 @@ func TestK8sPools(t *testing.T) {
 	if len(members) > 2 {
 		t.Errorf("pool fill printed %q", members)
 	}
+	if out, errs, code := pi(t, "", "doctor", "--backend", "k8s", "--kubeconfig", k8sConfig, "--image", k8sBusybox); code != 0 || !strings.Contains(out, "ok    pools    agent-sandbox: CRDs installed; controller: answering") {
+		t.Errorf("doctor: exit %d, %q, %s", code, out, errs)
+	}
 	pod := k8sClaim(t, pool)
 	target := []string{"--backend", "k8s", "--kubeconfig", k8sConfig, "--pod", pod}
 	call := func(tool, args string) string {
@@ -69,6 +72,13 @@ func TestK8sPools(t *testing.T) {
 	call("edit", `{"path":"p.txt","edits":[{"oldText":"two","newText":"three"}]}`)
 	if got := call("read", `{"path":"p.txt"}`); got != "one\nthree\n" {
 		t.Errorf("read: %q", got)
+	}
+	// The claim's agent-sandbox Sandbox (named as its pod) is a target too.
+	if out, errs, code := pi(t, "", "tool", "read", `{"path":"p.txt"}`, "--text", "--backend", "k8s", "--kubeconfig", k8sConfig, "--agent-sandbox", pod); code != 0 || out != "one\nthree\n" {
+		t.Errorf("--agent-sandbox %s: exit %d, %q, %s", pod, code, out, errs)
+	}
+	if _, errs, code := pi(t, "", "tool", "ls", "{}", "--backend", "k8s", "--kubeconfig", k8sConfig, "--agent-sandbox", "no-such-sandbox"); code != 2 || !strings.Contains(errs, `no agent-sandbox Sandbox "no-such-sandbox"`) {
+		t.Errorf("a missing Sandbox: exit %d, %s", code, errs)
 	}
 	out, _, _ := pi(t, "", append([]string{"tool", "bash", `{"command":"sleep 300 & sleep 301","timeout":1}`, "--text"}, target...)...)
 	if !strings.Contains(out, "Command timed out after 1 seconds") {

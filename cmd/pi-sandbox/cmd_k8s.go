@@ -151,7 +151,8 @@ func gcK8s(ctx context.Context, f *k8sFlags, all, dryRun bool, maxAge time.Durat
 
 // doctorK8s is `pi-sandbox doctor --backend k8s [--image IMAGE]`: the API
 // server, the permissions (SelfSubjectAccessReview), a pod with the image
-// starting, and the shim.
+// starting, agent-sandbox for pools (its CRDs and controller), and the
+// shim.
 func doctorK8s(ctx context.Context, f *k8sFlags, image string, io stdio) int {
 	code := 0
 	line := func(name, detail string, err error) {
@@ -193,6 +194,8 @@ func doctorK8s(ctx context.Context, f *k8sFlags, image string, io stdio) int {
 		}
 		line("pod", detail, err)
 	}
+	pools, err := k8s.AgentSandbox(ctx, c)
+	line("pools", "agent-sandbox: "+pools, err)
 	detail := ""
 	bins, err := shim.FindBinaries("")
 	if err == nil {

@@ -11,7 +11,7 @@ import (
 )
 
 func init() {
-	register("pool", &command{summary: "warm pools of docker sandboxes (pool fill|keep|ls|drain; up --pool NAME claims one)", run: runPool})
+	register("pool", &command{summary: "warm pools of sandboxes: docker, or k8s through agent-sandbox (pool fill|keep|ls|drain; up --pool NAME claims one)", run: runPool})
 }
 
 var poolSubs = map[string]func(context.Context, []string, stdio) int{
@@ -26,7 +26,7 @@ func runPool(ctx context.Context, args []string, io stdio) int {
 		}
 	}
 	top := newFlagSet("pool", "fill|keep|ls|drain [flags] [NAME]", io)
-	top.about = "Warm pools of docker sandboxes: pool fill NAME --size N makes N idle members, up --pool NAME\nclaims one in milliseconds. Run 'pi-sandbox pool SUBCOMMAND -h' for each one's flags."
+	top.about = "Warm pools of sandboxes: pool fill NAME --size N makes N idle members, up --pool NAME\nclaims one in milliseconds (docker; --backend k8s: agent-sandbox's warm pools and claims).\nRun 'pi-sandbox pool SUBCOMMAND -h' for each one's flags."
 	rest, code, ok := top.parse(args)
 	if !ok {
 		return code

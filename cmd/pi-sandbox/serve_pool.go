@@ -16,7 +16,7 @@ import (
 // `serve --http ADDR --pool NAME` (the backend flags that would choose or
 // make a target, and those of the member's helper).
 var servePoolConflicts = []string{"image", "container", "mount", "user", "runtime", "workdir", "no-helper", "max-background",
-	"host", "identity", "known-hosts", "kubeconfig", "context", "namespace", "pod", "k8s-container"}
+	"host", "identity", "known-hosts", "kubeconfig", "context", "namespace", "pod", "agent-sandbox", "k8s-container"}
 
 // parse is f.parse for serve. With --pool a member claimed per session
 // stands where --container would: the backend is docker, and the flags

@@ -88,6 +88,10 @@ type Config struct {
 	// Pod uses an existing running pod as it is: no profile is applied and
 	// Close removes only what the backend started in it.
 	Pod string
+	// AgentSandbox uses the pod of an existing agent-sandbox Sandbox of
+	// that name (kubernetes-sigs/agent-sandbox), as Pod does; it excludes
+	// Image and Pod.
+	AgentSandbox string
 	// Container is the container of a multi-container Pod. Zero: the
 	// pod's only container, or the one named by the
 	// kubectl.kubernetes.io/default-container annotation.
@@ -204,6 +208,14 @@ var (
 )
 
 func (c *Config) validate() error {
+	if c.AgentSandbox != "" {
+		if c.Image != "" || c.Pod != "" {
+			return ops.ConfigError("k8s: AgentSandbox names the target: no Image or Pod with it")
+		}
+		cc := *c
+		cc.Pod, cc.AgentSandbox = cc.AgentSandbox, ""
+		return cc.validate()
+	}
 	switch {
 	case c.Image == "" && c.Pod == "":
 		return ErrNoTarget

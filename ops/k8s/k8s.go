@@ -82,6 +82,11 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	// The binary for this host's architecture until the probe says the
 	// pod's (its node's).
 	sf.choose(runtime.GOARCH)
+	if cfg.AgentSandbox != "" {
+		if cfg.Pod, err = SandboxPod(ctx, c, cfg.AgentSandbox); err != nil {
+			return nil, err
+		}
+	}
 	b := &Backend{c: c, lease: cfg.Lease, sf: sf}
 	if b.lease == 0 {
 		b.lease = DefaultLease

@@ -256,13 +256,9 @@ func claimedPod(ctx context.Context, c *Client, claim string) (string, error) {
 			return "", fmt.Errorf("k8s: sandbox claim %s got no sandbox: %w", claim, err)
 		}
 	}
-	var sb asv1.Sandbox
-	if err := c.asGet(ctx, "sandboxes", cl.Status.SandboxStatus.Name, &sb); err != nil {
-		return "", asErr("get sandbox", "sandboxes", err)
-	}
-	name := sb.Name
-	if n := sb.Annotations[asv1.SandboxPodNameAnnotation]; n != "" {
-		name = n
+	name, err := SandboxPod(ctx, c, cl.Status.SandboxStatus.Name)
+	if err != nil {
+		return "", err
 	}
 	for {
 		p, err := c.api.getPod(ctx, name)
@@ -330,6 +326,21 @@ func newHelperKey() string {
 	var k [32]byte
 	rand.Read(k[:])
 	return hex.EncodeToString(k[:])
+}
+
+// SandboxPod returns the pod of the agent-sandbox Sandbox name.
+func SandboxPod(ctx context.Context, c *Client, name string) (string, error) {
+	var sb asv1.Sandbox
+	if err := c.asGet(ctx, "sandboxes", name, &sb); err != nil {
+		if apierrors.IsNotFound(err) && !isNoResource(err) {
+			return "", ops.ConfigError("k8s: no agent-sandbox Sandbox %q in namespace %s", name, c.Namespace)
+		}
+		return "", asErr("get sandbox", "sandboxes", err)
+	}
+	if n := sb.Annotations[asv1.SandboxPodNameAnnotation]; n != "" {
+		return n, nil
+	}
+	return sb.Name, nil
 }
 
 // PoolInfo is one pool, as PoolList reports it.
@@ -428,4 +439,51 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// AgentSandbox checks what pools need on the cluster: agent-sandbox's four
+// CRDs, and a controller that answers (an agent-sandbox-controller
+// Deployment with a ready replica, or a warm pool whose status the
+// controller wrote). It returns a sentence for doctor.
+func AgentSandbox(ctx context.Context, c *Client) (string, error) {
+	var missing []string
+	for _, r := range []string{"sandboxes", "sandboxtemplates", "sandboxwarmpools", "sandboxclaims"} {
+		rc, err := c.asClient(r)
+		if err != nil {
+			return "", err
+		}
+		opts := metav1.ListOptions{Limit: 1}
+		err = rc.Get().Namespace(c.Namespace).Resource(r).VersionedParams(&opts, paramCodec).Do(ctx).Error()
+		switch {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, asResources[r])
+		case err != nil:
+			return "", apiErr("list "+r, err)
+		}
+	}
+	if len(missing) > 0 {
+		return "", ops.ConfigError("k8s: agent-sandbox's CRDs missing: %v (install agent-sandbox v1.0.1: its k8s/crds, and its controller with --extensions; make cluster does both)", missing)
+	}
+	var dep struct {
+		Status struct {
+			ReadyReplicas int `json:"readyReplicas"`
+		} `json:"status"`
+	}
+	raw, err := c.api.core.Get().AbsPath("/apis/apps/v1/namespaces/agent-sandbox-system/deployments/agent-sandbox-controller").Do(ctx).Raw()
+	if err == nil && json.Unmarshal(raw, &dep) == nil && dep.Status.ReadyReplicas > 0 {
+		return "CRDs installed; controller: deployment agent-sandbox-system/agent-sandbox-controller ready", nil
+	}
+	var wps extv1.SandboxWarmPoolList
+	if err := c.asList(ctx, "sandboxwarmpools", "", &wps); err != nil {
+		return "", asErr("list sandbox warm pools", "sandboxwarmpools", err)
+	}
+	for _, wp := range wps.Items {
+		if wp.Status.ObservedGeneration > 0 {
+			return fmt.Sprintf("CRDs installed; controller: answering (warm pool %s has its status)", wp.Name), nil
+		}
+		if time.Since(wp.CreationTimestamp.Time) > controllerHey {
+			return "", fmt.Errorf("k8s: agent-sandbox's controller does not answer: warm pool %s has no status %s after its creation (run agent-sandbox-controller with --extensions; make cluster runs one)", wp.Name, time.Since(wp.CreationTimestamp.Time).Round(time.Second))
+		}
+	}
+	return "CRDs installed; controller: not seen yet (no warm pool with a status; a controller on a host shows once a pool exists)", nil
 }

@@ -65,14 +65,17 @@ type DockerConfig struct {
 // Docker.Mounts and Docker.User, which apply to k8s when Backend is "k8s"
 // and the K8s field is zero. Go API users set the K8s fields.
 type K8sConfig struct {
-	Kubeconfig string   // --kubeconfig FILE (default $KUBECONFIG, then ~/.kube/config)
-	Context    string   // --context NAME (default the kubeconfig's current context)
-	Namespace  string   // --namespace NS (default the context's namespace, else "default")
-	Pod        string   // --pod NAME: an existing pod, used as it is
-	Container  string   // --k8s-container NAME: the container of a multi-container pod
-	Image      string   // an ephemeral hardened pod from this image, deleted afterwards (--image)
-	Mounts     []string // hostPath volumes HOST:TARGET[:ro] for Image (--mount)
-	User       string   // UID[:GID] of an Image pod (--user; zero: as for docker when the node is this host)
+	Kubeconfig string // --kubeconfig FILE (default $KUBECONFIG, then ~/.kube/config)
+	Context    string // --context NAME (default the kubeconfig's current context)
+	Namespace  string // --namespace NS (default the context's namespace, else "default")
+	Pod        string // --pod NAME: an existing pod, used as it is
+	// AgentSandbox is --agent-sandbox NAME: the pod of an existing
+	// agent-sandbox Sandbox, used as Pod is.
+	AgentSandbox string
+	Container    string   // --k8s-container NAME: the container of a multi-container pod
+	Image        string   // an ephemeral hardened pod from this image, deleted afterwards (--image)
+	Mounts       []string // hostPath volumes HOST:TARGET[:ro] for Image (--mount)
+	User         string   // UID[:GID] of an Image pod (--user; zero: as for docker when the node is this host)
 }
 
 // k8s returns c.K8s with the shared docker flags filled in.
@@ -131,6 +134,7 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.K8s.Context, "context", "", "k8s: kubeconfig context `NAME` (default its current context)")
 	fs.StringVar(&c.K8s.Namespace, "namespace", "", "k8s: namespace `NS` (default the context's, else default)")
 	fs.StringVar(&c.K8s.Pod, "pod", "", "k8s: use the existing pod `NAME`")
+	fs.StringVar(&c.K8s.AgentSandbox, "agent-sandbox", "", "k8s: use the pod of the existing agent-sandbox Sandbox `NAME`")
 	fs.StringVar(&c.K8s.Container, "k8s-container", "", "k8s: the container `NAME` of a multi-container --pod")
 	fs.BoolVar(&c.Unconfined, "unconfined", false, "turn path confinement off (file tools may touch any path)")
 	fs.Var((*listFlag)(&c.AllowRoots), "allow-root", "allow file tools under `DIR` too (repeatable)")
@@ -141,8 +145,8 @@ func (c *Config) RegisterFlags(fs *flag.FlagSet) {
 // Validate checks the flags' combinations.
 func (c *Config) Validate() error {
 	k := c.K8s
-	if c.Backend != "k8s" && (k.Kubeconfig != "" || k.Context != "" || k.Namespace != "" || k.Pod != "" || k.Container != "" || k.Image != "" || len(k.Mounts) > 0 || k.User != "") {
-		return errors.New("open: --kubeconfig, --context, --namespace, --pod, --k8s-container (and the K8s config) need --backend k8s")
+	if c.Backend != "k8s" && (k.Kubeconfig != "" || k.Context != "" || k.Namespace != "" || k.Pod != "" || k.AgentSandbox != "" || k.Container != "" || k.Image != "" || len(k.Mounts) > 0 || k.User != "") {
+		return errors.New("open: --kubeconfig, --context, --namespace, --pod, --agent-sandbox, --k8s-container (and the K8s config) need --backend k8s")
 	}
 	switch c.Backend {
 	case "", "local":
@@ -179,22 +183,29 @@ func (c *Config) Validate() error {
 			return errors.New("open: --runtime is docker's; a k8s pod's runtime is its RuntimeClass")
 		case c.SSH.Host != "" || c.SSH.Identity != "" || c.SSH.KnownHosts != "":
 			return errors.New("open: --host, --identity and --known-hosts need --backend ssh")
-		case k.Image != "" && k.Pod != "":
-			return errors.New("open: --image and --pod are mutually exclusive")
-		case k.Image == "" && k.Pod == "":
-			return errors.New("open: --backend k8s needs --image IMG or --pod NAME")
+		case btoi(k.Image != "")+btoi(k.Pod != "")+btoi(k.AgentSandbox != "") > 1:
+			return errors.New("open: --image, --pod and --agent-sandbox are mutually exclusive")
+		case k.Image == "" && k.Pod == "" && k.AgentSandbox == "":
+			return errors.New("open: --backend k8s needs --image IMG, --pod NAME or --agent-sandbox NAME")
 		case len(k.Mounts) > 0 && k.Image == "":
 			return errors.New("open: --mount needs --image")
 		case k.User != "" && k.Image == "":
 			return errors.New("open: --user needs --image (pods/exec runs as the pod's user)")
-		case k.Container != "" && k.Pod == "":
-			return errors.New("open: --k8s-container needs --pod")
+		case k.Container != "" && k.Pod == "" && k.AgentSandbox == "":
+			return errors.New("open: --k8s-container needs --pod or --agent-sandbox")
 		}
 		return checkK8s(*c)
 	default:
 		return fmt.Errorf("open: unknown backend %q (want local, docker, ssh or k8s)", c.Backend)
 	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 type listFlag []string

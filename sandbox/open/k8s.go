@@ -30,6 +30,7 @@ func K8sBackendConfig(cfg Config) (k8s.Config, error) {
 		Namespace:     k.Namespace,
 		Image:         k.Image,
 		Pod:           k.Pod,
+		AgentSandbox:  k.AgentSandbox,
 		Container:     k.Container,
 		User:          k.User,
 		WorkDir:       cfg.WorkDir,

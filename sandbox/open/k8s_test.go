@@ -12,7 +12,10 @@ func TestK8sValidate(t *testing.T) {
 	}{
 		{Config{Backend: "k8s", Docker: DockerConfig{Image: "img"}}, ""},
 		{Config{Backend: "k8s", K8s: K8sConfig{Pod: "p", Container: "c"}}, ""},
-		{Config{Backend: "k8s"}, "needs --image IMG or --pod NAME"},
+		{Config{Backend: "k8s"}, "needs --image IMG, --pod NAME or --agent-sandbox NAME"},
+		{Config{Backend: "k8s", K8s: K8sConfig{AgentSandbox: "s", Container: "c"}}, ""},
+		{Config{Backend: "k8s", K8s: K8sConfig{AgentSandbox: "s", Pod: "p"}}, "mutually exclusive"},
+		{Config{K8s: K8sConfig{AgentSandbox: "s"}}, "need --backend k8s"},
 		{Config{Backend: "k8s", Docker: DockerConfig{Image: "img"}, K8s: K8sConfig{Pod: "p"}}, "mutually exclusive"},
 		{Config{Backend: "k8s", Docker: DockerConfig{Container: "c"}}, "use --pod"},
 		{Config{Backend: "k8s", K8s: K8sConfig{Pod: "p"}, Docker: DockerConfig{User: "1:1"}}, "--user needs --image"},

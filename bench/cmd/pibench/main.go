@@ -102,7 +102,7 @@ func main() {
 	fs.BoolVar(&o.hardeningOnly, "hardening-only", false, "faults: only the replays of the adversarial runs' defects (issues 17 and 24)")
 	fs.BoolVar(&o.hardening2, "hardening2-only", false, "faults: only the replays of the second adversarial run's defects (docker, through up sandboxes and a planted helper)")
 	fs.BoolVar(&o.grepOnly, "grep-only", false, "bench: only grep on a copy of Go's source tree against rg (local backend)")
-	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker)")
+	fs.BoolVar(&o.poolOnly, "pool-only", false, "bench: only the pools section (claims from filled pools, cold one-shot, density; docker, and k8s warm pools when $KUBECONFIG is set)")
 	fs.BoolVar(&o.httpOnly, "http-only", false, "bench: only the serve --http section (new sessions with and without a pool, per-call latency against stdio serve, 64 concurrent sessions; docker, image -pool-image)")
 	fs.BoolVar(&o.checkpointOnly, "checkpoint-only", false, "bench: only the checkpoints section (checkpoint, diff, restore on a copy of Go's src against git, local)")
 	fs.BoolVar(&o.netOnly, "net-only", false, "bench: only the network section (port tunnel latency, bulk and RSS, egress proxy latency; docker runc, image -pool-image)")

@@ -35,6 +35,8 @@ type poolStats struct {
 	Notes   []string   `json:"notes,omitempty"`
 	Base    stats      `json:"baselineStats"`
 	BaseP95 float64    `json:"baselineP95Ms"`
+	// K8s are the Kubernetes rows (k8spoolbench.go).
+	K8s *k8sPools `json:"k8s,omitempty"`
 }
 
 type poolRow struct {
@@ -72,9 +74,10 @@ const (
 	poolConcurrent  = 32
 )
 
-// poolBench runs the pools section. Every pool it fills is named after this
-// process and drained (claimed members removed too) before it returns.
-func poolBench(ctx context.Context, o *options, p *progress) *poolStats {
+// dockerPoolBench runs the pools section's docker rows. Every pool it fills
+// is named after this process and drained (claimed members removed too)
+// before it returns.
+func dockerPoolBench(ctx context.Context, o *options, p *progress) *poolStats {
 	ps := &poolStats{Image: o.poolImage}
 	n := o.poolN
 	cli, err := docker.NewClient()

@@ -12,15 +12,31 @@ func poolTargets(res *results) []targetResult {
 	}
 	var ts []targetResult
 	for _, r := range res.Pools.Rows {
-		v := ""
-		if r.Stats.N > 0 {
-			v = fmt.Sprintf("p50 %.1f ms, p95 %.1f ms vs %.1f ms = %.3f×", r.Stats.P50Ms, r.P95Ms, r.BaseMs, r.Ratio)
-		} else {
-			v = r.Stats.Err
-		}
-		ts = append(ts, targetResult{"pools: " + r.Op + " " + r.Target, v, r.Status})
+		ts = append(ts, targetResult{"pools: " + r.Op + " " + r.Target, poolValue(r), r.Status})
 	}
-	return ts
+	return append(ts, k8sPoolTargets(res.Pools.K8s)...)
+}
+
+// poolValue is a pools row's figures for the targets table.
+func poolValue(r poolRow) string {
+	if r.Stats.N == 0 {
+		return r.Stats.Err
+	}
+	return fmt.Sprintf("p50 %.1f ms, p95 %.1f ms vs %.1f ms = %.3f×", r.Stats.P50Ms, r.P95Ms, r.BaseMs, r.Ratio)
+}
+
+// poolTable is the markdown table of pools rows.
+func poolTable(rows []poolRow) string {
+	var b strings.Builder
+	b.WriteString("| op | n | p50 ms | p95 ms | baseline | baseline p50 ms | ratio | target | status |\n|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		p50 := f2(r.Stats.P50Ms)
+		if r.Stats.Errs > 0 {
+			p50 += fmt.Sprintf(" (%d errors: %s)", r.Stats.Errs, cellText(r.Stats.Err))
+		}
+		fmt.Fprintf(&b, "| %s | %d | %s | %s | %s | %s | %s | %s | **%s** |\n", r.Op, r.Stats.N, p50, f2(r.P95Ms), r.Baseline, f2(r.BaseMs), xr(r.Ratio), r.Target, r.Status)
+	}
+	return b.String()
 }
 
 // poolMarkdown is the report's pools section.
@@ -37,14 +53,7 @@ func poolMarkdown(res *results) string {
 	}
 	w("Baseline `docker run --rm --network none %s true`: %s ms p50 / p99, p95 %s ms (n=%d). The claimed sandbox is removed after the clock stops.\n\n", ps.Image, statCell(&ps.Base), f2(ps.BaseP95), ps.Base.N)
 	if len(ps.Rows) > 0 {
-		w("| op | n | p50 ms | p95 ms | baseline | baseline p50 ms | ratio | target | status |\n|---|---|---|---|---|---|---|---|---|\n")
-		for _, r := range ps.Rows {
-			p50 := f2(r.Stats.P50Ms)
-			if r.Stats.Errs > 0 {
-				p50 += fmt.Sprintf(" (%d errors: %s)", r.Stats.Errs, cellText(r.Stats.Err))
-			}
-			w("| %s | %d | %s | %s | %s | %s | %s | %s | **%s** |\n", r.Op, r.Stats.N, p50, f2(r.P95Ms), r.Baseline, f2(r.BaseMs), xr(r.Ratio), r.Target, r.Status)
-		}
+		b.WriteString(poolTable(ps.Rows))
 	}
 	if len(ps.Phases) > 0 {
 		w("\nOf a Go API claim (the same steps as `pool.Claim`, one by one), p50 / p99 ms:")
@@ -76,5 +85,6 @@ func poolMarkdown(res *results) string {
 	for _, n := range ps.Notes {
 		w("\nNote: %s\n", cellText(n))
 	}
+	b.WriteString(k8sPoolMarkdown(ps.K8s))
 	return b.String()
 }
