@@ -24,7 +24,11 @@ func TestPoolUsageErrors(t *testing.T) {
 		{[]string{"up", "--pool", "p", "--image", "pi-sandbox/debian"}, "--image with --pool"},
 		{[]string{"up", "--memory", "1g", "--pool", "p"}, "--memory with --pool"},
 		{[]string{"up", "--no-cold"}, "--no-cold needs --pool"},
-		{[]string{"up", "--pool", "p", "--backend", "k8s"}, "--pool is for the docker backend"},
+		{[]string{"up", "--pool", "p", "--backend", "k8s", "--no-cold"}, "--no-cold is for the docker backend"},
+		{[]string{"up", "--pool", "p", "--backend", "k8s", "--user", "1:1"}, "--user with --pool"},
+		{[]string{"up", "--pool", "p", "--kubeconfig", "k"}, "--kubeconfig, --context and --namespace need --backend k8s"},
+		{[]string{"pool", "fill", "--backend", "k8s", "p", "--size", "1", "--runtime", "runsc"}, "--runtime is for the docker backend"},
+		{[]string{"pool", "drain", "--backend", "k8s", "Bad_Name"}, `pool name "Bad_Name"`},
 	} {
 		code, out, errs := run(t, c.args...)
 		if code != 2 || out != "" || !strings.Contains(errs, c.want) || strings.Count(errs, "\n") != 2 {
