@@ -11,7 +11,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -283,5 +285,239 @@ func TestResumeSDKClient(t *testing.T) {
 	}
 	if len(progress) == 0 {
 		t.Error("no progress")
+	}
+}
+
+// bulkCommand writes 200 MiB of "y\n" (GNU head's M is MiB) as fast as
+// the pipe takes it: bulkLines lines.
+const (
+	bulkCommand = `yes | head -c 200M`
+	bulkLines   = 100 << 20
+)
+
+// bulkHash is the SHA-256 of bulkCommand's output, made in pieces.
+func bulkHash() []byte {
+	piece := []byte(strings.Repeat("y\n", 32<<10)) // 64 KiB
+	h := sha256.New()
+	for range bulkLines * 2 / len(piece) {
+		h.Write(piece)
+	}
+	return h.Sum(nil)
+}
+
+// spillBytes is the size of the saved outputs of the local sandboxes
+// (sandbox/open keeps them under TMPDIR), for the log only.
+func spillBytes() int64 {
+	files, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("pi-sandbox-%d", os.Getuid()), "spill", "*", "*"))
+	var n int64
+	for _, p := range files {
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// TestResumeBulk: a client cut in the middle of a call that writes 200 MiB
+// as fast as it can reconnects with Last-Event-ID and gets every event it
+// missed once — the event ids and the progress values go on by one across
+// the cut — and then the result, the tail of the output with pi's "Full
+// output" note; the file it names holds every byte of the output once.
+// The progress of such a call stays well inside the replay buffer: bash
+// sends at most one update per throttle interval, however fast the
+// command writes.
+func TestResumeBulk(t *testing.T) {
+	f := newFixture(t, mcpserve.Options{})
+	url := f.url + "/mcp"
+	session := initialize(t, url, testToken)
+	call := fmt.Sprintf(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"bash","arguments":{"command":%q},"_meta":{"progressToken":"bulk"}}}`, bulkCommand)
+	start := time.Now()
+	resp := post(t, url, testToken, session, call)
+	if resp.StatusCode != 200 {
+		t.Fatalf("call: %s", resp.Status)
+	}
+
+	type result struct {
+		IsError bool `json:"isError"`
+		Content []struct {
+			Type, Text string
+		} `json:"content"`
+		Meta struct {
+			Details struct {
+				FullOutputPath string `json:"fullOutputPath"`
+			} `json:"pi-sandbox/details"`
+		} `json:"_meta"`
+	}
+	var (
+		stream   string // the call's stream, from the first event id
+		next     int    // the index the next event id must have
+		lastID   string
+		progress []float64
+		messages []string
+		res      *result
+		// What the client received: all of it, and from the cut on (what
+		// the session had to keep for it).
+		events, bytes, maxBytes int
+		cutEvents, cutBytes     int
+		cut                     bool
+	)
+	// take checks and records one event.
+	take := func(ev sseEvent) {
+		t.Helper()
+		i := strings.LastIndexByte(ev.id, '_')
+		if i < 0 {
+			t.Fatalf("event %q: the id %q is not STREAM_N", ev.data, ev.id)
+		}
+		idx, err := strconv.Atoi(ev.id[i+1:])
+		if err != nil {
+			t.Fatalf("event id %q: %v", ev.id, err)
+		}
+		if stream == "" {
+			stream = ev.id[:i]
+		}
+		if ev.id[:i] != stream || idx != next {
+			t.Fatalf("event id %q after %q (%d events, cut: %v): want %s_%d (lost or repeated)", ev.id, lastID, events, cut, stream, next)
+		}
+		next++
+		lastID = ev.id
+		events++
+		bytes += len(ev.data)
+		maxBytes = max(maxBytes, len(ev.data))
+		if cut {
+			cutEvents++
+			cutBytes += len(ev.data)
+		}
+		if ev.data == "" { // the stream's priming event
+			return
+		}
+		var msg struct {
+			Method string `json:"method"`
+			Params struct {
+				Progress float64 `json:"progress"`
+				Message  string  `json:"message"`
+			} `json:"params"`
+			Result *result `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(ev.data), &msg); err != nil {
+			t.Fatalf("event %s: %v", ev.id, err)
+		}
+		switch {
+		case res != nil:
+			t.Fatalf("event %s after the result: %s", ev.id, ev.data)
+		case msg.Method == "notifications/progress":
+			if want := float64(len(progress) + 1); msg.Params.Progress != want {
+				t.Fatalf("event %s: progress %v, want %v (lost or repeated; cut: %v)", ev.id, msg.Params.Progress, want, cut)
+			}
+			progress = append(progress, msg.Params.Progress)
+			messages = append(messages, msg.Params.Message)
+		case msg.Result != nil:
+			res = msg.Result
+		}
+	}
+
+	// Read up to the first progress that shows output, then cut.
+	br := bufio.NewReader(resp.Body)
+	for len(messages) == 0 || messages[len(messages)-1] != "y" {
+		ev, err := readEvent(br)
+		if err != nil {
+			t.Fatalf("before the cut (%d events): %v", events, err)
+		}
+		take(ev)
+		if res != nil {
+			t.Fatal("the call ended before the cut")
+		}
+	}
+	resp.Body.Close() // the cut
+	cut = true
+	cutAt, cutProgress, cutSpill := lastID, len(progress), spillBytes()
+	// Let output pile up while the client is away. Nothing below depends
+	// on how much did: this only makes the resumption replay more.
+	for deadline := time.Now().Add(2 * time.Second); spillBytes() < cutSpill+64<<20 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	awaySpill := spillBytes()
+
+	resumes := 0
+	for res == nil {
+		if resumes++; resumes > 100 {
+			t.Fatalf("%d resumptions without the result", resumes-1)
+		}
+		resp = resume(t, url, session, lastID)
+		// 409: the server has not yet seen the cut connection go; a client
+		// tries again.
+		for tries := 0; resp.StatusCode == http.StatusConflict && tries < 2000; tries++ {
+			resp.Body.Close()
+			time.Sleep(10 * time.Millisecond)
+			resp = resume(t, url, session, lastID)
+		}
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			t.Fatalf("resuming after %s: %s %q; %d events (%d bytes) since the cut, %d in all (%d bytes)", lastID, resp.Status, b, cutEvents, cutBytes, events, bytes)
+		}
+		br := bufio.NewReader(resp.Body)
+		for res == nil {
+			ev, err := readEvent(br)
+			if errors.Is(err, io.EOF) {
+				break // the stream ended without the result: resume again
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			take(ev)
+		}
+		if res != nil { // nothing follows the result
+			if ev, err := readEvent(br); err == nil || ev != (sseEvent{}) {
+				t.Errorf("after the result: %+v, %v", ev, err)
+			}
+		}
+		resp.Body.Close()
+	}
+	elapsed := time.Since(start)
+	t.Logf("%v; cut after %s (progress %d, %d MiB saved), resumed at %d MiB saved, %d resumption(s); %d events (%d bytes, largest %d) in all, %d (%d bytes) from the cut on; %d progress",
+		elapsed.Round(time.Millisecond), cutAt, cutProgress, cutSpill>>20, awaySpill>>20, resumes, events, bytes, maxBytes, cutEvents, cutBytes, len(progress))
+	if len(progress) <= cutProgress {
+		t.Errorf("no progress after the cut (%d events)", len(progress))
+	}
+
+	// The result: the last lines of "y", then pi's note naming the file
+	// with the whole output.
+	if res.IsError || len(res.Content) != 1 {
+		t.Fatalf("result: %+v", res)
+	}
+	text := res.Content[0].Text
+	m := regexp.MustCompile(`^((?:y\n)+)\n\[Showing lines (\d+)-(\d+) of (\d+)\. Full output: (.+)\]$`).FindStringSubmatch(text)
+	if m == nil {
+		if len(text) > 300 {
+			text = text[:100] + " … " + text[len(text)-200:]
+		}
+		t.Fatalf("result text %q", text)
+	}
+	first, _ := strconv.Atoi(m[2])
+	if m[3] != strconv.Itoa(bulkLines) || m[4] != m[3] || strings.Count(m[1], "\n") != bulkLines-first+1 {
+		t.Errorf("result: %d lines of y, then [Showing lines %s-%s of %s]; want the last lines of %d", strings.Count(m[1], "\n"), m[2], m[3], m[4], bulkLines)
+	}
+	path := m[5]
+	if res.Meta.Details.FullOutputPath != path {
+		t.Errorf("details.fullOutputPath %q, the text says %q", res.Meta.Details.FullOutputPath, path)
+	}
+
+	// Every byte, once: the file (a host path: the sandbox is local).
+	file, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Remove(path) })
+	h := sha256.New()
+	n, err := io.Copy(h, file)
+	file.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2*bulkLines {
+		t.Errorf("%s: %d bytes, want %d", path, n, 2*bulkLines)
+	}
+	if !slices.Equal(h.Sum(nil), bulkHash()) {
+		t.Errorf("%s: the SHA-256 differs from %d lines of y", path, bulkLines)
 	}
 }
