@@ -35,9 +35,9 @@ func k8sPool(t *testing.T, purpose string, size int, extra ...string) (string, [
 
 // k8sClaim claims a member of pool and returns its pod, downed at the end
 // unless the test did.
-func k8sClaim(t *testing.T, pool string) string {
+func k8sClaim(t *testing.T, pool string, extra ...string) string {
 	t.Helper()
-	out, errs, code := pi(t, "", "up", "--backend", "k8s", "--kubeconfig", k8sConfig, "--pool", pool)
+	out, errs, code := pi(t, "", append([]string{"up", "--backend", "k8s", "--kubeconfig", k8sConfig, "--pool", pool}, extra...)...)
 	pod := strings.TrimSpace(out)
 	if code != 0 || pod == "" || strings.Contains(pod, "\n") {
 		t.Fatalf("up --pool: exit %d, stdout %q, stderr %s", code, out, errs)
@@ -125,11 +125,18 @@ func TestK8sPools(t *testing.T) {
 	}
 }
 
-// TestK8sPoolTTL: a pool's --ttl ends a claimed member by itself (the
-// claim's shutdown time, enforced by the controller).
+// TestK8sPoolTTL: a pool's --ttl, or up's own, ends a claimed member by
+// itself (the claim's shutdown time, enforced by the controller).
 func TestK8sPoolTTL(t *testing.T) {
-	pool, _ := k8sPool(t, "ttl", 1, "--ttl", "3s")
-	pod := k8sClaim(t, pool)
+	withTTL, _ := k8sPool(t, "ttl", 1, "--ttl", "3s")
+	without, _ := k8sPool(t, "nottl", 1)
+	waitPodGone(t, k8sClaim(t, withTTL))
+	waitPodGone(t, k8sClaim(t, without, "--ttl", "2s"))
+}
+
+// waitPodGone waits until pod is no longer listed.
+func waitPodGone(t *testing.T, pod string) {
+	t.Helper()
 	c := needCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -143,7 +150,7 @@ func TestK8sPoolTTL(t *testing.T) {
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("pod %s of a claim with a 3s ttl still there", pod)
+			t.Fatalf("pod %s of a claim with a ttl of seconds still there after 2 minutes", pod)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"text/tabwriter"
+	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/docker"
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
@@ -45,17 +46,19 @@ func poolFillK8s(ctx context.Context, f *flagSet, kf *k8sFlags, name string, dc 
 
 // upPoolK8s is `up --backend k8s --pool NAME`: a SandboxClaim; it prints
 // the claimed pod's name.
-func upPoolK8s(ctx context.Context, f *flagSet, kf *k8sFlags, pool string, noCold bool, io stdio) int {
+func upPoolK8s(ctx context.Context, f *flagSet, kf *k8sFlags, pool string, noCold bool, ttl time.Duration, io stdio) int {
 	if pool == "" {
 		return f.usageError("--no-cold needs --pool")
 	}
 	if noCold {
 		return f.usageError("--no-cold is for the docker backend (agent-sandbox starts a cold sandbox when no warm one is left)")
 	}
-	if bad := visited(f, upPoolConfigFlags); bad != "" {
+	// A claim has a lifetime of its own: --ttl overrides the pool's.
+	flags := slices.DeleteFunc(slices.Clone(upPoolConfigFlags), func(s string) bool { return s == "ttl" })
+	if bad := visited(f, flags); bad != "" {
 		return f.usageError("--%s with --pool: the pool's configuration applies", bad)
 	}
-	name, err := k8s.Claim(ctx, kf.config(), pool)
+	name, err := k8s.Claim(ctx, kf.config(), pool, ttl)
 	if err != nil {
 		fmt.Fprintln(io.err, "pi-sandbox up:", err)
 		return openExitCode(err)

@@ -57,7 +57,7 @@ func runUp(ctx context.Context, args []string, io stdio) int {
 			return f.usageError("%s", msg)
 		}
 		if kf.backend == "k8s" {
-			return upPoolK8s(ctx, f, &kf, *pool, *noCold, io)
+			return upPoolK8s(ctx, f, &kf, *pool, *noCold, cfg.TTL, io)
 		}
 		return upPool(ctx, f, *pool, *noCold, io)
 	}

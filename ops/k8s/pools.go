@@ -196,9 +196,10 @@ func idleMembers(ctx context.Context, c *Client, pool string) ([]corev1.Pod, err
 
 // Claim creates a SandboxClaim on pool's warm pool and returns the pod of
 // the Sandbox the controller gives it: running, labelled with the claim
-// and holding a helper key of its own. The pool's ttl (LabelTTL) sets the
-// claim's shutdown time: the controller then deletes the sandbox.
-func Claim(ctx context.Context, cfg Config, pool string) (string, error) {
+// and holding a helper key of its own. ttl > 0, else the pool's
+// (LabelTTL), sets the claim's shutdown time: the controller then deletes
+// the sandbox.
+func Claim(ctx context.Context, cfg Config, pool string, ttl time.Duration) (string, error) {
 	if err := CheckPoolName(pool); err != nil {
 		return "", err
 	}
@@ -217,7 +218,10 @@ func Claim(ctx context.Context, cfg Config, pool string) (string, error) {
 		ObjectMeta: metav1.ObjectMeta{GenerateName: pool + "-", Labels: map[string]string{LabelManaged: "true", LabelPool: pool}},
 		Spec:       extv1.SandboxClaimSpec{WarmPoolRef: extv1.SandboxWarmPoolRef{Name: pool}},
 	}
-	if ttl, err := time.ParseDuration(wp.Labels[LabelTTL]); err == nil && ttl > 0 {
+	if ttl <= 0 {
+		ttl, _ = time.ParseDuration(wp.Labels[LabelTTL])
+	}
+	if ttl > 0 {
 		at := metav1.NewTime(time.Now().Add(ttl))
 		claim.Spec.Lifecycle = &extv1.Lifecycle{ShutdownTime: &at, ShutdownPolicy: extv1.ShutdownPolicyDelete}
 	}

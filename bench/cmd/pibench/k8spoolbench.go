@@ -147,7 +147,7 @@ func k8sPoolBench(ctx context.Context, o *options, p *progress, ps *poolStats) *
 		t := time.Now()
 		var laps [3]time.Duration
 		lap := func(j int) { laps[j] = time.Since(t) }
-		pod, err := k8s.Claim(cctx, k8s.Config{Kubeconfig: kc}, kp.Pool)
+		pod, err := k8s.Claim(cctx, k8s.Config{Kubeconfig: kc}, kp.Pool, 0)
 		if err != nil {
 			return 0, err
 		}
