@@ -118,6 +118,26 @@ func TestK8sRBACMinimal(t *testing.T) {
 	if list, err := k8s.List(ctx, c); err != nil || len(list) != 0 {
 		t.Errorf("List after Close = %v, %v; want none", list, err)
 	}
+
+	// Pools with the pi-sandbox-pools Role: doctor's check, a fill, a
+	// claim, down and drain.
+	if msg, err := k8s.AgentSandbox(ctx, c); err != nil {
+		t.Errorf("AgentSandbox = %q, %v", msg, err)
+	}
+	pcfg := k8s.Config{Image: k8sBusybox, REST: rc, Namespace: ns}
+	if _, err := k8s.PoolFill(ctx, pcfg, "rbac", 1, 0, func(string) {}); err != nil {
+		t.Fatalf("PoolFill: %v", err)
+	}
+	pod, err := k8s.Claim(ctx, k8s.Config{REST: rc, Namespace: ns}, "rbac", 0)
+	if err != nil {
+		t.Fatalf("Claim: %v", err)
+	}
+	if err := k8s.Down(ctx, c, pod); err != nil {
+		t.Errorf("Down of the claimed pod: %v", err)
+	}
+	if _, err := k8s.PoolDrain(ctx, c, "rbac"); err != nil {
+		t.Errorf("PoolDrain: %v", err)
+	}
 }
 
 // stripComments drops YAML comment lines.

@@ -11,10 +11,14 @@ import (
 // Permission is one access the backend needs in its namespace.
 type Permission struct {
 	Verb, Resource, Subresource string
+	Group                       string // the API group ("": core)
 }
 
 func (p Permission) String() string {
 	r := p.Resource
+	if p.Group != "" {
+		r += "." + p.Group
+	}
 	if p.Subresource != "" {
 		r += "/" + p.Subresource
 	}
@@ -24,8 +28,22 @@ func (p Permission) String() string {
 // Needed lists what the backend does with the API: the Role of
 // deploy/k8s/rbac.yaml grants exactly these.
 var Needed = []Permission{
-	{"create", "pods", ""}, {"get", "pods", ""}, {"list", "pods", ""},
-	{"watch", "pods", ""}, {"delete", "pods", ""}, {"create", "pods", "exec"},
+	{"create", "pods", "", ""}, {"get", "pods", "", ""}, {"list", "pods", "", ""},
+	{"watch", "pods", "", ""}, {"delete", "pods", "", ""}, {"create", "pods", "exec", ""},
+}
+
+// PoolsNeeded is what pools (agent-sandbox) need besides Needed: the
+// pi-sandbox-pools Role of deploy/k8s/rbac.yaml grants exactly these.
+var PoolsNeeded = []Permission{
+	{"patch", "pods", "", ""},
+	{"get", "sandboxes", "", "agents.x-k8s.io"},
+	{"create", "sandboxtemplates", "", "extensions.agents.x-k8s.io"}, {"get", "sandboxtemplates", "", "extensions.agents.x-k8s.io"},
+	{"update", "sandboxtemplates", "", "extensions.agents.x-k8s.io"}, {"delete", "sandboxtemplates", "", "extensions.agents.x-k8s.io"},
+	{"create", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"}, {"get", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
+	{"list", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"}, {"update", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
+	{"delete", "sandboxwarmpools", "", "extensions.agents.x-k8s.io"},
+	{"create", "sandboxclaims", "", "extensions.agents.x-k8s.io"}, {"get", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
+	{"delete", "sandboxclaims", "", "extensions.agents.x-k8s.io"},
 }
 
 // ServerVersion returns the API server's version.
@@ -40,10 +58,14 @@ func ServerVersion(c *Client) (string, error) {
 // Missing returns the permissions of Needed the client lacks in its
 // namespace (SelfSubjectAccessReview).
 func Missing(ctx context.Context, c *Client) ([]Permission, error) {
+	return missingOf(ctx, c, Needed)
+}
+
+func missingOf(ctx context.Context, c *Client, perms []Permission) ([]Permission, error) {
 	var missing []Permission
-	for _, p := range Needed {
+	for _, p := range perms {
 		r := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{
-			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: p.Verb, Resource: p.Resource, Subresource: p.Subresource},
+			ResourceAttributes: &authv1.ResourceAttributes{Namespace: c.Namespace, Verb: p.Verb, Group: p.Group, Resource: p.Resource, Subresource: p.Subresource},
 		}}
 		res, err := c.api.accessReview(ctx, r)
 		if err != nil {

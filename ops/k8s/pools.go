@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -450,23 +451,40 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // Deployment with a ready replica, or a warm pool whose status the
 // controller wrote). It returns a sentence for doctor.
 func AgentSandbox(ctx context.Context, c *Client) (string, error) {
+	// Discovery (open to every authenticated user) says which resources
+	// the server serves.
+	served := map[string]bool{}
+	for _, gv := range []string{asv1.GroupVersion.String(), extv1.GroupVersion.String()} {
+		var list metav1.APIResourceList
+		raw, err := c.api.core.Get().AbsPath("/apis/" + gv).Do(ctx).Raw()
+		if err != nil && !apierrors.IsNotFound(err) {
+			return "", apiErr("discovery of "+gv, err)
+		}
+		if err == nil && json.Unmarshal(raw, &list) == nil {
+			for _, r := range list.APIResources {
+				served[r.Name] = true
+			}
+		}
+	}
 	var missing []string
 	for _, r := range []string{"sandboxes", "sandboxtemplates", "sandboxwarmpools", "sandboxclaims"} {
-		rc, err := c.asClient(r)
-		if err != nil {
-			return "", err
-		}
-		opts := metav1.ListOptions{Limit: 1}
-		err = rc.Get().Namespace(c.Namespace).Resource(r).VersionedParams(&opts, paramCodec).Do(ctx).Error()
-		switch {
-		case apierrors.IsNotFound(err):
+		if !served[r] {
 			missing = append(missing, asResources[r])
-		case err != nil:
-			return "", apiErr("list "+r, err)
 		}
 	}
 	if len(missing) > 0 {
 		return "", ops.ConfigError("k8s: agent-sandbox's CRDs missing: %v (install agent-sandbox v1.0.1: its k8s/crds, and its controller with --extensions; make cluster does both)", missing)
+	}
+	lacking, err := missingOf(ctx, c, PoolsNeeded)
+	if err != nil {
+		return "", err
+	}
+	if len(lacking) > 0 {
+		var s []string
+		for _, p := range lacking {
+			s = append(s, p.String())
+		}
+		return "", fmt.Errorf("k8s: pools need in namespace %s: %s (the pi-sandbox-pools Role of deploy/k8s/rbac.yaml)", c.Namespace, strings.Join(s, ", "))
 	}
 	var dep struct {
 		Status struct {
