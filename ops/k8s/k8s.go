@@ -1,6 +1,7 @@
 package k8s
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -8,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -19,6 +21,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/execops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/probecache"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
@@ -56,6 +59,14 @@ type Backend struct {
 	oomProbe  string
 	lease     time.Duration
 
+	// probeKey names the probe's kept output for an up pod ("": none is
+	// kept); probeReuse says whether a kept one may be used, probeOut is
+	// what the probe printed, probeCached whether it was the kept one.
+	probeKey    string
+	probeReuse  bool
+	probeOut    []byte
+	probeCached bool
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -63,8 +74,30 @@ type Backend struct {
 // New opens a k8s backend: it creates an ephemeral hardened pod from
 // cfg.Image and waits for it to run, or attaches to cfg.Pod, then probes
 // the container in one exec, uploads the shim when it is not there yet and
-// starts the helper.
+// starts the helper. The probe of an up pod is kept on this host
+// (probecache) for the pod's later clients, which then start with the
+// relay's exec alone; a client that finds the kept probe wrong probes
+// again.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
+	b, err := open(ctx, cfg, true)
+	if err != nil && b != nil && b.probeCached {
+		probecache.Drop(b.probeKey)
+		b, err = open(ctx, cfg, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b.probeKey != "" && !b.probeCached && b.h != nil {
+		// With the shim as it is now (uploaded after the probe, or
+		// again by a restore): a later line wins.
+		probecache.Store(b.probeKey, append(bytes.Clone(b.probeOut), "\nshim="+b.shimPath+"\n"...))
+	}
+	return b, nil
+}
+
+// open is New, with the probe's cache or without it; on an error it
+// returns the (closed) backend when the probe came from the cache.
+func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -120,6 +153,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		b.t = &podExec{c: c, pod: p.Name, container: ctr, protocol: cfg.Protocol}
 		if p.Labels[LabelManaged] == "true" && p.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, p.Annotations[AnnotationHelperKey]
+			if started := containerStarted(p, ctr); started != "" && !cfg.NoHelper {
+				b.probeKey = probecache.Key("k8s", c.REST.Host, c.Namespace, p.Name, string(p.UID), ctr, started, cfg.WorkDir)
+				b.probeReuse = cache
+			}
 		} else {
 			limits = append(limits, "an existing pod is used as it is: the hardened profile is whatever it was started with")
 		}
@@ -127,7 +164,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b.env = append(append([]string{}, baseEnv...), cfg.Env...)
 	if err := b.probe(ctx, &cfg); err != nil {
 		b.Close()
-		return nil, err
+		return b.failed(err)
 	}
 	b.info.Limits = append(limits, b.info.Limits...)
 	b.initOps()
@@ -152,7 +189,7 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	})
 	if err != nil {
 		b.Close()
-		return nil, err
+		return b.failed(err)
 	}
 	b.h = h
 	for _, c := range h.Info().Capabilities {
@@ -162,6 +199,26 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	}
 	b.info.Limits = append(b.info.Limits, h.Info().Limits...)
 	return b, nil
+}
+
+// failed is open's answer to err: the closed backend too when its probe
+// came from the cache (New then probes again).
+func (b *Backend) failed(err error) (*Backend, error) {
+	if b.probeCached {
+		return b, err
+	}
+	return nil, err
+}
+
+// containerStarted is when the pod's container ctr last started ("" when
+// it is not running): a restart empties what the probe prepared.
+func containerStarted(p *corev1.Pod, ctr string) string {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name == ctr && cs.State.Running != nil {
+			return cs.State.Running.StartedAt.UTC().Format(time.RFC3339Nano) + "/" + strconv.Itoa(int(cs.RestartCount))
+		}
+	}
+	return ""
 }
 
 // pickContainer returns want, or the pod's only (or default) container.
@@ -235,15 +292,25 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if b.ephemeral || b.up {
 		ours = StateDir
 	}
-	res, err := b.t.script(ctx, probeScript, nil, cfg.WorkDir, stateName, sf.name, shimDir, ours)
-	if err != nil {
-		return fmt.Errorf("k8s: probe: %w", err)
+	if b.probeKey != "" {
+		// Everything the output depends on: the arguments, the binary.
+		b.probeKey = probecache.Key(b.probeKey, stateName, sf.name, shimDir, ours)
+		if b.probeReuse {
+			b.probeOut, b.probeCached = probecache.Load(b.probeKey)
+		}
 	}
-	if res.code != 0 {
-		return fmt.Errorf("k8s: probe failed (exit %d; the image needs /bin/sh): %s", res.code, strings.TrimSpace(string(res.stderr)))
+	if !b.probeCached {
+		res, err := b.t.script(ctx, probeScript, nil, cfg.WorkDir, stateName, sf.name, shimDir, ours)
+		if err != nil {
+			return fmt.Errorf("k8s: probe: %w", err)
+		}
+		if res.code != 0 {
+			return fmt.Errorf("k8s: probe failed (exit %d; the image needs /bin/sh): %s", res.code, strings.TrimSpace(string(res.stderr)))
+		}
+		b.probeOut = res.stdout
 	}
 	kv := map[string]string{}
-	for _, l := range strings.Split(string(res.stdout), "\n") {
+	for _, l := range strings.Split(string(b.probeOut), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			kv[k] = v
 		}

@@ -1,0 +1,105 @@
+// Package probecache keeps, on this host, what a backend's probe printed
+// about a long-lived sandbox (an up container or pod), so that later
+// clients of the same sandbox, started the same way, skip the probe's
+// exec. An entry is keyed by everything the probe's output depends on
+// (the sandbox's identity and start time, the probe's arguments, the
+// helper binary's name); a client that finds an entry wrong drops it and
+// probes again. Entries are small files under the user's cache directory
+// (0600 in a 0700 directory), never in the target.
+package probecache
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// maxEntry bounds an entry: a probe prints a few hundred bytes.
+const maxEntry = 16 << 10
+
+// maxAge is how long an unused entry is kept.
+const maxAge = 7 * 24 * time.Hour
+
+// Key is the entry name of the parts (joined unambiguously).
+func Key(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+func dir() (string, error) {
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(d, "pi-sandbox", "probe"), nil
+}
+
+// Load returns the entry of key, if there is one.
+func Load(key string) ([]byte, bool) {
+	d, err := dir()
+	if err != nil {
+		return nil, false
+	}
+	p := filepath.Join(d, key)
+	fi, err := os.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxEntry {
+		return nil, false
+	}
+	b, err := os.ReadFile(p)
+	if err != nil || len(b) == 0 {
+		return nil, false
+	}
+	now := time.Now()
+	os.Chtimes(p, now, now) // in use: kept by the pruning
+	return b, true
+}
+
+// Store writes the entry of key (an entry over the bound is not kept).
+// Failures are ignored: the cache only saves time.
+func Store(key string, out []byte) {
+	if len(out) == 0 || len(out) > maxEntry {
+		return
+	}
+	d, err := dir()
+	if err != nil || os.MkdirAll(d, 0o700) != nil {
+		return
+	}
+	f, err := os.CreateTemp(d, ".tmp-")
+	if err != nil {
+		return
+	}
+	_, werr := f.Write(out)
+	if cerr := f.Close(); werr != nil || cerr != nil || os.Rename(f.Name(), filepath.Join(d, key)) != nil {
+		os.Remove(f.Name())
+		return
+	}
+	prune(d)
+}
+
+// Drop removes the entry of key.
+func Drop(key string) {
+	if d, err := dir(); err == nil {
+		os.Remove(filepath.Join(d, key))
+	}
+}
+
+// prune removes entries unused for maxAge (at most once a day per
+// process would do; the directory is small).
+func prune(d string) {
+	ents, err := os.ReadDir(d)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if fi, err := e.Info(); err == nil && (time.Since(fi.ModTime()) > maxAge || strings.HasPrefix(e.Name(), ".tmp-") && time.Since(fi.ModTime()) > time.Hour) {
+			os.Remove(filepath.Join(d, e.Name()))
+		}
+	}
+}
