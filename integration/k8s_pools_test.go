@@ -55,6 +55,14 @@ func TestK8sPools(t *testing.T) {
 	if len(members) > 2 {
 		t.Errorf("pool fill printed %q", members)
 	}
+	// The warmed members keep their labels (an up pod's, of the pool).
+	c := needCluster(t)
+	lctx, lcancel := context.WithTimeout(context.Background(), time.Minute)
+	defer lcancel()
+	idle, err := k8s.List(lctx, c, k8s.LabelPool+"="+pool, "!"+k8s.LabelClaim)
+	if err != nil || len(idle) != 2 || idle[0].Kind != k8s.KindSandbox || idle[1].Kind != k8s.KindSandbox {
+		t.Errorf("the idle members listed by their labels: %+v, %v", idle, err)
+	}
 	if out, errs, code := pi(t, "", "doctor", "--backend", "k8s", "--kubeconfig", k8sConfig, "--image", k8sBusybox); code != 0 || !strings.Contains(out, "ok    pools    agent-sandbox: CRDs installed; controller: answering") {
 		t.Errorf("doctor: exit %d, %q, %s", code, out, errs)
 	}
@@ -108,7 +116,6 @@ func TestK8sPools(t *testing.T) {
 		t.Errorf("pool ls: exit %d, %q, %s", code, out, errs)
 	}
 
-	c := needCluster(t)
 	if out, errs, code := pi(t, "", "down", "--backend", "k8s", "--kubeconfig", k8sConfig, pod); code != 0 || strings.TrimSpace(out) != pod {
 		t.Fatalf("down: exit %d, %q, %s", code, out, errs)
 	}

@@ -149,9 +149,17 @@ func (c *Client) asClient(resource string) (*rest.RESTClient, error) {
 	return as.ext, nil
 }
 
-// patchPodMeta merges labels and annotations into a pod's.
+// patchPodMeta merges labels and annotations into a pod's (a nil map
+// changes nothing: in a merge patch null would remove them all).
 func (c *Client) patchPodMeta(ctx context.Context, pod string, labels, annotations map[string]string) error {
-	body, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": labels, "annotations": annotations}})
+	meta := map[string]any{}
+	if labels != nil {
+		meta["labels"] = labels
+	}
+	if annotations != nil {
+		meta["annotations"] = annotations
+	}
+	body, err := json.Marshal(map[string]any{"metadata": meta})
 	if err != nil {
 		return err
 	}

@@ -257,7 +257,7 @@ func claimedPod(ctx context.Context, c *Client, claim string) (string, error) {
 		if len(cl.Status.Conditions) == 0 && time.Since(start) > controllerHey {
 			return "", fmt.Errorf("k8s: sandbox claim %s has no status after %s: is the agent-sandbox controller running with --extensions (make cluster runs one; see docs/pools.md)?", claim, controllerHey)
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleepCtx(ctx, claimPoll(start)); err != nil {
 			return "", fmt.Errorf("k8s: sandbox claim %s got no sandbox: %w", claim, err)
 		}
 	}
@@ -288,7 +288,7 @@ func claimedPod(ctx context.Context, c *Client, claim string) (string, error) {
 				return name, nil
 			}
 		}
-		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		if err := sleepCtx(ctx, claimPoll(start)); err != nil {
 			return "", fmt.Errorf("k8s: the pod %s of sandbox claim %s is not running: %w", name, claim, err)
 		}
 	}
@@ -433,6 +433,16 @@ func downClaim(ctx context.Context, c *Client, pod, claim string) error {
 			return fmt.Errorf("k8s: pod %s still there after its claim %s was deleted: %w", pod, claim, err)
 		}
 	}
+}
+
+// claimPoll is how often a claim is looked at: often while a warm member
+// is the likely answer (the controller binds one in about 0.1 s), then
+// less (a cold sandbox takes seconds).
+func claimPoll(start time.Time) time.Duration {
+	if time.Since(start) < 2*time.Second {
+		return 15 * time.Millisecond
+	}
+	return 200 * time.Millisecond
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
