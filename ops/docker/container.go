@@ -41,8 +41,21 @@ const LabelMaxSavedOutput = "pi-sandbox.max-saved-output"
 // keepAlive is PID 1's child: it only has to stay up. The trap lets a stop
 // end it at once even without an init, and an ephemeral container's
 // helper end it once its client is gone (the marker tells the helper it is
-// this script).
-const keepAlive = ": " + shim.KeepAliveMarker + "; trap 'exit 0' TERM INT; while :; do sleep 86400 & wait $!; done"
+// this script) — except for a SIGTERM a hold file (holdPrefix, see
+// holdContainer) spares: one each, while its deadline (unix seconds) has
+// not passed, and only a file of root's (written by an exec as root; the
+// sandbox user, who can write to /tmp, cannot make one, nor remove root's
+// from the sticky /tmp, so the script remembers the ones it used).
+const keepAlive = ": " + shim.KeepAliveMarker + "; used=; " +
+	"end() { for h in " + holdPrefix + "*; do case \" $used \" in *\" $h \"*) continue;; esac; " +
+	"[ -f \"$h\" ] && [ \"$(stat -c %u \"$h\" 2>/dev/null)\" = 0 ] || continue; t=; read -r t <\"$h\"; " +
+	"case $t in ''|*[!0-9]*) continue;; esac; n=$(date +%s 2>/dev/null) || n=0; " +
+	"[ \"$t\" -ge \"${n:-0}\" ] && { used=\"$used $h\"; kill $! 2>/dev/null; return; }; done; exit 0; }; " +
+	"trap end TERM; trap 'exit 0' INT; while :; do sleep 86400 & wait $!; done"
+
+// holdPrefix begins the names of the hold files of an ephemeral container
+// (keepAlive); /tmp is a tmpfs of the hardened profile.
+const holdPrefix = "/tmp/pi-sandbox-hold."
 
 // Kinds of container (the LabelKind value).
 const (

@@ -116,5 +116,7 @@
 // through the engine. [Remaining] reads the time left through the
 // engine's archive API. An ephemeral container is AutoRemove too, and its
 // helper (`__shim serve --end-container`) ends it when the session's
-// client is gone.
+// client is gone — not when the backend drops that helper and starts
+// another (a reply over one of the host's bounds): a hold file spares the
+// container the dropped helper's SIGTERM.
 package docker

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
@@ -58,6 +59,7 @@ type Backend struct {
 
 	closeOnce sync.Once
 	closeErr  error
+	closing   atomic.Bool // Close has begun: a helper's end is the container's (holdContainer)
 }
 
 // New opens a docker backend: it creates and starts an ephemeral hardened
@@ -423,6 +425,7 @@ func (b *Backend) ID() string { return b.id }
 // helper daemon stay until down). It is safe to call twice.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		b.closing.Store(true)
 		// An up sandbox's directory is shared by its clients and its
 		// daemon: it goes with the container (down).
 		own := !b.ephemeral && !b.up && b.stateDir != ""
@@ -439,7 +442,7 @@ func (b *Backend) Close() error {
 		} else if own {
 			res, err := b.script(ctx, "rm -rf "+shellproc.Quote(b.stateDir), nil)
 			if err == nil && res.code != 0 {
-				err = fmt.Errorf("docker: remove %s: %s", b.stateDir, strings.TrimSpace(res.stderr))
+				err = fmt.Errorf("docker: remove %s: %s", b.stateDir, res.failure())
 			}
 			b.closeErr = err
 		}

@@ -2,12 +2,15 @@ package docker
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/execops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
 // The exec-per-operation fallback (ops/internal/execops) over the Engine
@@ -116,6 +119,21 @@ type scriptResult struct {
 	stdout []byte
 	stderr string
 	code   int
+}
+
+// failure describes a script that failed: its exit code and what it said
+// on stderr, else on stdout (an exec the engine could not start, in a
+// container that is stopping, has the engine's message there and exit
+// code 126).
+func (r *scriptResult) failure() string {
+	s := strings.TrimSpace(r.stderr)
+	if s == "" {
+		s = strings.TrimSpace(string(r.stdout))
+	}
+	if s == "" {
+		s = "no output"
+	}
+	return fmt.Sprintf("exit %d: %s", r.code, proto.ClipText(s))
 }
 
 // script runs body with /bin/sh -c in the container (execops.Ops.Script).

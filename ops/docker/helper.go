@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -136,7 +137,7 @@ func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 		return nil, err
 	}
 	go endPipe(p, pw, st, "helper exited")
-	s := &execStream{p: p, r: pr, pr: pr}
+	s := &execStream{p: p, r: pr, pr: pr, b: b}
 	if b.up && b.helperKey != "" {
 		// The relay accepts only a daemon proving the sandbox's key (from
 		// our label: nothing in the container can read it), which it gets
@@ -192,7 +193,41 @@ func (b *Backend) probeServe(ctx context.Context, script string) ([]byte, *execS
 		pr.Close()
 		return out, nil, err
 	}
-	return out, &execStream{p: p, r: br, pr: pr}, nil
+	return out, &execStream{p: p, r: br, pr: pr, b: b}, nil
+}
+
+// holdFor is how long a hold file spares the container (keepAlive): the
+// dropped helper sends its SIGTERM once it has ended its calls, within
+// some 2.5 s of its stdin's end.
+const holdFor = 30 * time.Second
+
+// holds reports whether the end of a helper the backend drops now is to be
+// held (holdContainer): its stdin's end ends the container only for
+// `__shim serve --end-container`, an ephemeral container's helper
+// (helperArgs), and once Close has begun the container goes.
+func (b *Backend) holds() bool {
+	return b.ephemeral && !b.up && !b.closing.Load()
+}
+
+// holdContainer keeps an ephemeral container up through the end of a
+// helper that the backend drops and replaces while it goes on (a reply
+// over one of the host's bounds, a start that failed): that helper sees
+// its stdin end as when the client is gone, and ends the container, which
+// the next call's helper would then find stopping (its exec fails and the
+// engine's message comes as its output). A hold file, written before the
+// old helper's stdin is closed, spares the container that helper's
+// SIGTERM.
+func (b *Backend) holdContainer() {
+	ctx, cancel := context.WithTimeout(context.Background(), holdFor/2)
+	defer cancel()
+	if err := b.waitUnpaused(ctx); err != nil {
+		return // no exec into a paused container; a stopped one is gone
+	}
+	// The deadline by the container's clock, written under another name
+	// and renamed: the trap never reads it half written.
+	// As root: only root's hold files count (keepAlive).
+	script := `t=$(mktemp /tmp/.pi-sandbox-hold.XXXXXXXX) && echo $(( $(date +%s) + ` + strconv.Itoa(int(holdFor/time.Second)) + ` )) >"$t" && chmod 644 "$t" && mv -f "$t" ` + holdPrefix + `"${t##*.}"`
+	b.scriptAs(ctx, true, script, nil)
 }
 
 // restoreHelper brings back what a restart of the container may have lost
@@ -208,7 +243,7 @@ func (b *Backend) restoreHelper(ctx context.Context) error {
 		return err
 	}
 	if res.code != 0 {
-		return fmt.Errorf("docker: restore the sandbox directories: %s", strings.TrimSpace(res.stderr))
+		return fmt.Errorf("docker: restore the sandbox directories: %s", res.failure())
 	}
 	p, err := b.uploadShim(ctx, b.sf)
 	if err != nil {
@@ -249,6 +284,7 @@ type execStream struct {
 	p    *proc
 	r    io.Reader      // the exec's stdout (from pr, or after the probe's lines)
 	pr   *io.PipeReader // the pipe under r
+	b    *Backend       // the helper's end is held when b.holds()
 	once sync.Once
 }
 
@@ -256,12 +292,26 @@ func (s *execStream) Read(p []byte) (int, error)  { return s.r.Read(p) }
 func (s *execStream) Write(p []byte) (int, error) { return s.p.hj.Conn.Write(p) }
 
 // Close sends EOF to the helper's stdin (it then kills every command and
-// exits) and drops the attachment.
+// exits) and drops the attachment. Nothing more is read from it at once;
+// a helper still running whose end is to be held (Backend.holds) has its
+// stdin closed after the hold.
 func (s *execStream) Close() error {
 	s.once.Do(func() {
-		s.p.closeStdin()
+		hold := s.b.holds()
+		select {
+		case <-s.p.done:
+			hold = false // the helper has exited: it ends nothing more
+		default:
+		}
+		if !hold {
+			s.p.closeStdin()
+		}
 		s.pr.Close()
 		go func() {
+			if hold {
+				s.b.holdContainer()
+				s.p.closeStdin()
+			}
 			select {
 			case <-s.p.done:
 			case <-time.After(5 * time.Second):
