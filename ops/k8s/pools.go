@@ -261,15 +261,20 @@ func claimedPod(ctx context.Context, c *Client, claim string) (string, error) {
 			return "", fmt.Errorf("k8s: sandbox claim %s got no sandbox: %w", claim, err)
 		}
 	}
-	name, err := SandboxPod(ctx, c, cl.Status.SandboxStatus.Name)
-	if err != nil {
-		return "", err
-	}
+	// The pod is named as its Sandbox, but for one that adopted a pod of
+	// an older controller (its pod-name annotation): looked up on a miss.
+	name, resolved := cl.Status.SandboxStatus.Name, false
 	for {
 		p, err := c.api.getPod(ctx, name)
 		switch {
 		case err != nil && !apierrors.IsNotFound(err):
 			return "", apiErr("get pod", err)
+		case err != nil && !resolved:
+			resolved = true
+			if name, err = SandboxPod(ctx, c, cl.Status.SandboxStatus.Name); err != nil {
+				return "", err
+			}
+			continue
 		case err == nil && p.DeletionTimestamp == nil:
 			if err := startFailure(p); err != nil {
 				return "", err
