@@ -1,6 +1,7 @@
 package docker
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -20,6 +21,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/execops"
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/probecache"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/target"
 )
@@ -57,6 +59,14 @@ type Backend struct {
 	dispatcher
 	sf *shimFile // the host's shim binary, for a re-upload
 
+	// probeKey names the probe's kept output for an up sandbox ("": none
+	// is kept); probeReuse says whether a kept one may be used, probeOut
+	// is what the probe printed, probeCached whether it was the kept one.
+	probeKey    string
+	probeReuse  bool
+	probeOut    []byte
+	probeCached bool
+
 	closeOnce sync.Once
 	closeErr  error
 	closing   atomic.Bool // Close has begun: a helper's end is the container's (holdContainer)
@@ -65,8 +75,30 @@ type Backend struct {
 // New opens a docker backend: it creates and starts an ephemeral hardened
 // container from cfg.Image, or attaches to cfg.Container, then probes the
 // target (user, home, shell, architecture, cgroup) in one exec and prepares
-// the sandbox's own directory and the shim.
+// the sandbox's own directory and the shim. The probe of an up sandbox is
+// kept on this host (probecache) for the sandbox's later clients, which
+// then start with the relay's exec alone; a client that finds the kept
+// probe wrong probes again.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
+	b, err := open(ctx, cfg, true)
+	if err != nil && b != nil && b.probeCached {
+		probecache.Drop(b.probeKey)
+		b, err = open(ctx, cfg, false)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if b.probeKey != "" && !b.probeCached && b.h != nil {
+		// With the shim as it is now (uploaded after the probe, or again
+		// by a restore): a later line wins.
+		probecache.Store(b.probeKey, append(bytes.Clone(b.probeOut), "\nshim="+b.shimPath+"\n"...))
+	}
+	return b, nil
+}
+
+// open is New, with the probe's cache or without it; on an error it
+// returns the (closed) backend too when the probe came from the cache.
+func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -130,6 +162,10 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 		}
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
+			if b.helperKey != "" && !cfg.NoHelper {
+				b.probeKey = probecache.Key("docker", cli.DaemonHost(), b.id, b.startedAt, cfg.User, cfg.WorkDir)
+				b.probeReuse = cache
+			}
 			if v, ok := c.Labels[LabelMaxSavedOutput]; ok && cfg.MaxSavedOutput == 0 {
 				n, err := strconv.ParseInt(v, 10, 64)
 				if err != nil {
@@ -149,6 +185,9 @@ func New(ctx context.Context, cfg Config) (*Backend, error) {
 	b.env = append(append([]string{}, baseEnv...), cfg.Env...)
 	if err := b.probe(ctx, &cfg); err != nil {
 		b.Close()
+		if b.probeCached {
+			return b, err
+		}
 		return nil, err
 	}
 	return b, nil
@@ -309,17 +348,27 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 			}()
 		}
 	} else {
-		res, err := b.script(ctx, script, nil)
-		if err != nil {
-			return fmt.Errorf("docker: probe: %w", err)
-		}
-		if res.code != 0 {
-			if uerr := b.userRefused(res.stdout); uerr != nil {
-				return uerr
+		if b.probeKey != "" {
+			// Everything the output depends on: the arguments, the binary.
+			b.probeKey = probecache.Key(b.probeKey, stateBase, sf.name, mode, key, mounted)
+			if b.probeReuse {
+				out, b.probeCached = probecache.Load(b.probeKey)
 			}
-			return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
 		}
-		out = res.stdout
+		if !b.probeCached {
+			res, err := b.script(ctx, script, nil)
+			if err != nil {
+				return fmt.Errorf("docker: probe: %w", err)
+			}
+			if res.code != 0 {
+				if uerr := b.userRefused(res.stdout); uerr != nil {
+					return uerr
+				}
+				return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
+			}
+			out = res.stdout
+		}
+		b.probeOut = out
 	}
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {
