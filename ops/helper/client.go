@@ -356,6 +356,14 @@ func (c *conn) session(ctx context.Context) (*session, error) {
 			return nil, c.errorf("%w: backend closed", ops.ErrTransport)
 		}
 		if s := c.sess; s != nil && s.alive() {
+			// A connection that failed under a call whose error did not
+			// end the session (a reply cut mid-body) is not reused: the
+			// next call would fail on it instead of dialing again.
+			if err := s.cc.Err(); err != nil {
+				c.mu.Unlock()
+				s.kill(err)
+				continue
+			}
 			c.mu.Unlock()
 			return s, nil
 		}

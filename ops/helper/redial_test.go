@@ -217,3 +217,50 @@ func TestStartOnTextRestores(t *testing.T) {
 		t.Fatalf("New = %v; want the bound broken and the restore's failure", err)
 	}
 }
+
+// TestCutMidReplyRedials: a stream that dies while a reply is being read
+// fails that call with a transport error; the next call does not reuse
+// the dead connection (which would fail it too) but dials a fresh helper.
+func TestCutMidReplyRedials(t *testing.T) {
+	started := make(chan struct{}, 1)
+	ss := &sessions{handler: func(n int) func(context.Context) (io.ReadWriteCloser, error) {
+		return fakeHelper(t, func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case proto.PathHello:
+				json.NewEncoder(w).Encode(proto.HelloReply{Version: proto.Version, OS: "linux", PID: n})
+			case proto.PathFS:
+				var req proto.FSRequest
+				json.NewDecoder(r.Body).Decode(&req)
+				if req.Path == "/cut" {
+					io.WriteString(w, `{"entries":[`)
+					w.(http.Flusher).Flush()
+					started <- struct{}{}
+					<-r.Context().Done()
+					return
+				}
+				json.NewEncoder(w).Encode(proto.FSReply{Entries: []proto.FileInfo{{Name: "a.txt", Mode: 0o644}}})
+			}
+		})
+	}}
+	cl, err := helper.New(t.Context(), helper.Config{Name: "fake", Dial: ss.dial})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cl.Close() })
+	errc := make(chan error, 1)
+	go func() { _, err := cl.ReadDir(t.Context(), "/cut"); errc <- err }()
+	<-started
+	// The connection dies under the reply (as ssh's keepalive ends a
+	// frozen one): the stream's underlying pipe is closed.
+	ss.stream(0).ReadWriteCloser.Close()
+	if err := <-errc; !errors.Is(err, ops.ErrTransport) {
+		t.Fatalf("the cut call = %v; want a transport failure", err)
+	}
+	des, err := cl.ReadDir(t.Context(), "/small")
+	if err != nil || len(des) != 1 {
+		t.Fatalf("the next call = %v, %v; want it answered by a fresh helper", des, err)
+	}
+	if n, pid := ss.count(), cl.Hello().PID; n != 2 || pid != 2 {
+		t.Errorf("%d dials, helper pid %d; want a second helper", n, pid)
+	}
+}
