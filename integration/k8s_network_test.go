@@ -3,7 +3,6 @@ package integration
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -12,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pi-sandbox/pi-sandbox/loop"
 	"github.com/pi-sandbox/pi-sandbox/ops"
 	"github.com/pi-sandbox/pi-sandbox/ops/k8s"
 	"github.com/pi-sandbox/pi-sandbox/sandbox"
@@ -56,19 +54,7 @@ func checkNetwork(t *testing.T, b ops.Backend) {
 		t.Fatal(err)
 	}
 	defer sb.Close()
-	l, err := sb.NewLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bash := func(cmd string) string {
-		t.Helper()
-		args, _ := json.Marshal(map[string]string{"command": cmd})
-		r := l.RunBatch(ctx, nil, []loop.ToolCall{{ID: "1", Name: "bash", Arguments: args}}, nil).Results[0].Result
-		if len(r.Content) == 0 {
-			t.Fatalf("bash %q: no content", cmd)
-		}
-		return r.Content[0].Text
-	}
+	bash := sandboxBash(t, ctx, sb)
 	text := bash(`NO_PROXY= no_proxy= wget -q -O - http://` + addr + `/x; echo; env | grep -c PI_TEST_INJECT_TOKEN; true`)
 	if !strings.Contains(text, "you sent [REDACTED]") || strings.Contains(text, secret) || !strings.Contains(text, "\n0") {
 		t.Errorf("through the proxy: %q", text)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/internal/oneconn"
 )
 
 // Bounds of an intercepted tunnel, besides the proxy's own.
@@ -208,8 +210,7 @@ func hostOnly(h string) string {
 
 // serveOne serves HTTP on the one connection c until it closes.
 func serveOne(c net.Conn, h http.Handler) {
-	done := make(chan struct{})
-	var once sync.Once
+	l := oneconn.New(c)
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: egressHeadTimeout,
@@ -218,34 +219,12 @@ func serveOne(c net.Conn, h http.Handler) {
 		ErrorLog:          log.New(io.Discard, "", 0),
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateClosed || s == http.StateHijacked {
-				once.Do(func() { close(done) })
+				l.Close()
 			}
 		},
 	}
-	srv.Serve(&oneListener{c: c, done: done})
+	srv.Serve(l)
 }
-
-// oneListener accepts one connection, then blocks until done.
-type oneListener struct {
-	c    net.Conn
-	done <-chan struct{}
-	mu   sync.Mutex
-}
-
-func (l *oneListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	c := l.c
-	l.c = nil
-	l.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
-	<-l.done
-	return nil, net.ErrClosed
-}
-
-func (l *oneListener) Close() error   { return nil }
-func (l *oneListener) Addr() net.Addr { return &net.TCPAddr{} }
 
 // bufferedConn reads through r (which holds what the proxy read ahead).
 type bufferedConn struct {

@@ -81,23 +81,35 @@ func (c *apiClient) readyz() error { return c.do("GET", "/readyz", nil) }
 
 // nodeReady reports nil once the node's Ready condition is True.
 func (c *apiClient) nodeReady() error {
-	var node struct {
+	status, msg, err := c.condition("/api/v1/nodes/"+nodeName, "Ready")
+	switch {
+	case err != nil:
+		return err
+	case status == "True":
+		return nil
+	case status == "":
+		return fmt.Errorf("node %s has no Ready condition yet", nodeName)
+	}
+	return fmt.Errorf("node %s not Ready: %s", nodeName, msg)
+}
+
+// condition returns the status and message of the condition typ of the
+// object at path (status "" when it has none).
+func (c *apiClient) condition(path, typ string) (status, msg string, err error) {
+	var obj struct {
 		Status struct {
 			Conditions []struct{ Type, Status, Message string }
 		}
 	}
-	if err := c.do("GET", "/api/v1/nodes/"+nodeName, &node); err != nil {
-		return err
+	if err := c.do("GET", path, &obj); err != nil {
+		return "", "", err
 	}
-	for _, cond := range node.Status.Conditions {
-		if cond.Type == "Ready" {
-			if cond.Status == "True" {
-				return nil
-			}
-			return fmt.Errorf("node %s not Ready: %s", nodeName, cond.Message)
+	for _, cond := range obj.Status.Conditions {
+		if cond.Type == typ {
+			return cond.Status, cond.Message, nil
 		}
 	}
-	return fmt.Errorf("node %s has no Ready condition yet", nodeName)
+	return "", "", nil
 }
 
 type podRef struct{ Namespace, Name string }
@@ -132,18 +144,12 @@ func (c *apiClient) applyCRD(name string, manifest []byte) error {
 // crdEstablished reports nil once the CustomResourceDefinition's Established condition is
 // True, that is once its resources are served.
 func (c *apiClient) crdEstablished(name string) error {
-	var crd struct {
-		Status struct {
-			Conditions []struct{ Type, Status, Message string }
-		}
-	}
-	if err := c.do("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, &crd); err != nil {
+	status, _, err := c.condition("/apis/apiextensions.k8s.io/v1/customresourcedefinitions/"+name, "Established")
+	if err != nil {
 		return err
 	}
-	for _, cond := range crd.Status.Conditions {
-		if cond.Type == "Established" && cond.Status == "True" {
-			return nil
-		}
+	if status != "True" {
+		return fmt.Errorf("CustomResourceDefinition %s not Established yet", name)
 	}
-	return fmt.Errorf("CustomResourceDefinition %s not Established yet", name)
+	return nil
 }

@@ -46,12 +46,17 @@ const LabelMaxSavedOutput = "pi-sandbox.max-saved-output"
 // not passed, and only a file of root's (written by an exec as root; the
 // sandbox user, who can write to /tmp, cannot make one, nor remove root's
 // from the sticky /tmp, so the script remembers the ones it used).
-const keepAlive = ": " + shim.KeepAliveMarker + "; used=; " +
-	"end() { for h in " + holdPrefix + "*; do case \" $used \" in *\" $h \"*) continue;; esac; " +
-	"[ -f \"$h\" ] && [ \"$(stat -c %u \"$h\" 2>/dev/null)\" = 0 ] || continue; t=; read -r t <\"$h\"; " +
-	"case $t in ''|*[!0-9]*) continue;; esac; n=$(date +%s 2>/dev/null) || n=0; " +
-	"[ \"$t\" -ge \"${n:-0}\" ] && { used=\"$used $h\"; kill $! 2>/dev/null; return; }; done; exit 0; }; " +
-	"trap end TERM; trap 'exit 0' INT; while :; do sleep 86400 & wait $!; done"
+var keepAlive = keepAliveScript(holdPrefix)
+
+// keepAliveScript is keepAlive with its hold files named prefix*.
+func keepAliveScript(prefix string) string {
+	return ": " + shim.KeepAliveMarker + "; used=; " +
+		"end() { for h in " + prefix + "*; do case \" $used \" in *\" $h \"*) continue;; esac; " +
+		"[ -f \"$h\" ] && [ \"$(stat -c %u \"$h\" 2>/dev/null)\" = 0 ] || continue; t=; read -r t <\"$h\"; " +
+		"case $t in ''|*[!0-9]*) continue;; esac; n=$(date +%s 2>/dev/null) || n=0; " +
+		"[ \"$t\" -ge \"${n:-0}\" ] && { used=\"$used $h\"; kill $! 2>/dev/null; return; }; done; exit 0; }; " +
+		"trap end TERM; trap 'exit 0' INT; while :; do sleep 86400 & wait $!; done"
+}
 
 // holdPrefix begins the names of the hold files of an ephemeral container
 // (keepAlive); /tmp is a tmpfs of the hardened profile.

@@ -1,7 +1,6 @@
 package docker
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -57,15 +56,8 @@ type Backend struct {
 	h            *helper.Client // the in-target helper; nil: the scripts serve
 	x            *execops.Ops   // the scripts: one exec per operation
 	dispatcher
-	sf *shimFile // the host's shim binary, for a re-upload
-
-	// probeKey names the probe's kept output for an up sandbox ("": none
-	// is kept); probeReuse says whether a kept one may be used, probeOut
-	// is what the probe printed, probeCached whether it was the kept one.
-	probeKey    string
-	probeReuse  bool
-	probeOut    []byte
-	probeCached bool
+	sf   *shimFile       // the host's shim binary, for a re-upload
+	kept probecache.Kept // the probe kept on this host, for an up sandbox
 
 	closeOnce sync.Once
 	closeErr  error
@@ -80,25 +72,26 @@ type Backend struct {
 // then start with the relay's exec alone; a client that finds the kept
 // probe wrong probes again.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b, err := open(ctx, cfg, true)
-	if err != nil && b != nil && b.probeCached {
-		probecache.Drop(b.probeKey)
-		b, err = open(ctx, cfg, false)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if b.probeKey != "" && !b.probeCached && b.h != nil {
-		// With the shim as it is now (uploaded after the probe, or again
-		// by a restore): a later line wins.
-		probecache.Store(b.probeKey, append(bytes.Clone(b.probeOut), "\nshim="+b.shimPath+"\n"...))
-	}
-	return b, nil
+	return probecache.Open(func(reuse bool) (*Backend, *probecache.Kept, error) {
+		b, err := open(ctx, cfg, reuse)
+		if b == nil {
+			return nil, nil, err
+		}
+		return b, &b.kept, err
+	}, (*Backend).helperShim)
 }
 
-// open is New, with the probe's cache or without it; on an error it
-// returns the (closed) backend too when the probe came from the cache.
-func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
+// helperShim is the shim a started helper runs from ("" without one).
+func (b *Backend) helperShim() string {
+	if b.h == nil {
+		return ""
+	}
+	return b.shimPath
+}
+
+// open is New, with a kept probe allowed (reuse) or not; an error of the
+// probe comes with the (closed) backend.
+func open(ctx context.Context, cfg Config, reuse bool) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -163,8 +156,7 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
 			if b.helperKey != "" && !cfg.NoHelper {
-				b.probeKey = probecache.Key("docker", cli.DaemonHost(), b.id, b.startedAt, cfg.User, cfg.WorkDir)
-				b.probeReuse = cache
+				b.kept.Use(reuse, "docker", cli.DaemonHost(), b.id, b.startedAt, cfg.User, cfg.WorkDir)
 			}
 			if v, ok := c.Labels[LabelMaxSavedOutput]; ok && cfg.MaxSavedOutput == 0 {
 				n, err := strconv.ParseInt(v, 10, 64)
@@ -185,10 +177,7 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	b.env = append(append([]string{}, baseEnv...), cfg.Env...)
 	if err := b.probe(ctx, &cfg); err != nil {
 		b.Close()
-		if b.probeCached {
-			return b, err
-		}
-		return nil, err
+		return b, err
 	}
 	return b, nil
 }
@@ -348,27 +337,23 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 			}()
 		}
 	} else {
-		if b.probeKey != "" {
-			// Everything the output depends on: the arguments, the binary.
-			b.probeKey = probecache.Key(b.probeKey, stateBase, sf.name, mode, key, mounted)
-			if b.probeReuse {
-				out, b.probeCached = probecache.Load(b.probeKey)
-			}
-		}
-		if !b.probeCached {
+		var err error
+		out, err = b.kept.Probe(func() ([]byte, error) {
 			res, err := b.script(ctx, script, nil)
 			if err != nil {
-				return fmt.Errorf("docker: probe: %w", err)
+				return nil, fmt.Errorf("docker: probe: %w", err)
 			}
 			if res.code != 0 {
 				if uerr := b.userRefused(res.stdout); uerr != nil {
-					return uerr
+					return nil, uerr
 				}
-				return fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
+				return nil, fmt.Errorf("docker: probe failed (exit %d): %s", res.code, strings.TrimSpace(res.stderr))
 			}
-			out = res.stdout
+			return res.stdout, nil
+		}, stateBase, sf.name, mode, key, mounted)
+		if err != nil {
+			return err
 		}
-		b.probeOut = out
 	}
 	kv := map[string]string{}
 	for _, l := range strings.Split(string(out), "\n") {

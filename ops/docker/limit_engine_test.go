@@ -31,7 +31,7 @@ var testLabel = map[string]string{"pi-sandbox.test": "ops-docker-engine"}
 func needEngine(t *testing.T, image string) *client.Client {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("needs a Docker engine")
+		testenv.SkipOrFail(t, "needs a Docker engine (not with -short)")
 	}
 	if os.Getenv("PI_SANDBOX_SHIM_BIN") == "" {
 		testenv.SkipOrFail(t, "PI_SANDBOX_SHIM_BIN is not set (make test sets it)")
@@ -243,14 +243,18 @@ func TestScriptFailureText(t *testing.T) {
 
 // TestKeepAliveHold: the keep-alive script (an ephemeral container's init
 // child) ends on SIGTERM, as when its helper's client is gone, unless a
-// hold file whose deadline has not passed spares it: one SIGTERM each.
+// hold file of root's whose deadline has not passed spares it: one SIGTERM
+// each. Each case has hold files of its own (keepAliveScript's prefix).
 func TestKeepAliveHold(t *testing.T) {
+	if os.Geteuid() != 0 {
+		testenv.SkipOrFail(t, "needs root to make hold files of root's and of another uid")
+	}
 	if _, err := os.Stat("/bin/sh"); err != nil {
-		t.Skip(err)
+		testenv.SkipOrFail(t, err.Error())
 	}
 	// The script's sleep outlives it: as a subreaper the test reaps it.
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
-		t.Skip(err)
+		testenv.SkipOrFail(t, err.Error())
 	}
 	defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
 	type script struct {
@@ -258,8 +262,8 @@ func TestKeepAliveHold(t *testing.T) {
 		exited chan struct{}
 		err    error // cmd.Wait's, once exited is closed
 	}
-	start := func(t *testing.T) *script {
-		s := &script{cmd: exec.Command("/bin/sh", "-c", keepAlive), exited: make(chan struct{})}
+	start := func(t *testing.T, prefix string) *script {
+		s := &script{cmd: exec.Command("/bin/sh", "-c", keepAliveScript(prefix)), exited: make(chan struct{})}
 		// A group of its own: its sleep is ended with it.
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		if err := s.cmd.Start(); err != nil {
@@ -289,12 +293,11 @@ func TestKeepAliveHold(t *testing.T) {
 		}
 		return s
 	}
-	hold := func(t *testing.T, deadline time.Time, uid int) {
-		p := holdPrefix + "test-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatInt(time.Now().UnixNano(), 10)
+	hold := func(t *testing.T, prefix string, deadline time.Time, uid int) {
+		p := prefix + strconv.FormatInt(time.Now().UnixNano(), 10)
 		if err := os.WriteFile(p, []byte(strconv.FormatInt(deadline.Unix(), 10)+"\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Remove(p) })
 		if err := os.Chown(p, uid, uid); err != nil {
 			t.Fatal(err)
 		}
@@ -315,34 +318,31 @@ func TestKeepAliveHold(t *testing.T) {
 			}
 		}
 	}
-	if m, _ := filepath.Glob(holdPrefix + "*"); len(m) > 0 {
-		t.Skipf("hold files of another run in /tmp: %v", m)
-	}
-	t.Run("none", func(t *testing.T) {
-		s := start(t)
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		ended(t, s, true)
-	})
 	t.Run("held", func(t *testing.T) {
-		s := start(t)
-		hold(t, time.Now().Add(time.Minute), 0)
+		prefix := filepath.Join(t.TempDir(), "hold.")
+		s := start(t, prefix)
+		hold(t, prefix, time.Now().Add(time.Minute), 0)
 		s.cmd.Process.Signal(syscall.SIGTERM)
 		ended(t, s, false)
 		s.cmd.Process.Signal(syscall.SIGTERM) // the hold is used up
 		ended(t, s, true)
 	})
-	t.Run("expired", func(t *testing.T) {
-		s := start(t)
-		hold(t, time.Now().Add(-time.Minute), 0)
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		ended(t, s, true)
-	})
-	// One the sandbox user made spares nothing: a hostile sandbox cannot
-	// keep its container up once its client is gone.
-	t.Run("not root's", func(t *testing.T) {
-		s := start(t)
-		hold(t, time.Now().Add(time.Minute), 1000)
-		s.cmd.Process.Signal(syscall.SIGTERM)
-		ended(t, s, true)
-	})
+	// Each of these ends on the first SIGTERM; one the sandbox user made
+	// (not root's) spares nothing: a hostile sandbox cannot keep its
+	// container up once its client is gone.
+	for _, c := range []struct {
+		name     string
+		deadline time.Duration // of the hold file; 0: none
+		uid      int
+	}{{"none", 0, 0}, {"expired", -time.Minute, 0}, {"not root's", time.Minute, 1000}} {
+		t.Run(c.name, func(t *testing.T) {
+			prefix := filepath.Join(t.TempDir(), "hold.")
+			s := start(t, prefix)
+			if c.deadline != 0 {
+				hold(t, prefix, time.Now().Add(c.deadline), c.uid)
+			}
+			s.cmd.Process.Signal(syscall.SIGTERM)
+			ended(t, s, true)
+		})
+	}
 }

@@ -176,9 +176,6 @@ func (cl *Client) bodyErr(ctx context.Context, err error) error {
 		}
 		return c.explain(c.errorf("helper: %w", le))
 	}
-	if s != nil && s.cc.Err() != nil {
-		s.kill(err) // the connection died under the reply: the next call dials again
-	}
 	if ctx.Err() != nil {
 		return context.Cause(ctx)
 	}

@@ -33,8 +33,9 @@ func (s *countedStream) Close() error {
 
 // listingHelper is a helper whose hello names the session (its pid: 1 for
 // the first dial, 2 for the next) and whose listing of /big never ends;
-// /small holds one file.
-func listingHelper(session int) http.HandlerFunc {
+// /small holds one file. The listing of /cut begins, says so on cut and
+// waits for the request's end.
+func listingHelper(session int, cut chan<- struct{}) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case proto.PathHello:
@@ -42,6 +43,13 @@ func listingHelper(session int) http.HandlerFunc {
 		case proto.PathFS:
 			var req proto.FSRequest
 			json.NewDecoder(r.Body).Decode(&req)
+			if req.Path == "/cut" {
+				io.WriteString(w, `{"entries":[`)
+				w.(http.Flusher).Flush()
+				cut <- struct{}{}
+				<-r.Context().Done()
+				return
+			}
 			if req.Path == "/big" {
 				io.WriteString(w, `{"entries":[`)
 				for r.Context().Err() == nil {
@@ -102,7 +110,7 @@ func (s *sessions) count() int {
 // start did not fail), and is answered on the new stream.
 func TestBoundBreakRedials(t *testing.T) {
 	ss := &sessions{handler: func(n int) func(context.Context) (io.ReadWriteCloser, error) {
-		return fakeHelper(t, listingHelper(n))
+		return fakeHelper(t, listingHelper(n, nil))
 	}}
 	var restores atomic.Int32
 	var lost []error
@@ -181,7 +189,7 @@ func TestStartOnTextRestores(t *testing.T) {
 		if n == 1 {
 			return textStream(engineText)
 		}
-		return fakeHelper(t, listingHelper(n))
+		return fakeHelper(t, listingHelper(n, nil))
 	}}
 	var restores atomic.Int32
 	cl, err := helper.New(t.Context(), helper.Config{
@@ -224,23 +232,7 @@ func TestStartOnTextRestores(t *testing.T) {
 func TestCutMidReplyRedials(t *testing.T) {
 	started := make(chan struct{}, 1)
 	ss := &sessions{handler: func(n int) func(context.Context) (io.ReadWriteCloser, error) {
-		return fakeHelper(t, func(w http.ResponseWriter, r *http.Request) {
-			switch r.URL.Path {
-			case proto.PathHello:
-				json.NewEncoder(w).Encode(proto.HelloReply{Version: proto.Version, OS: "linux", PID: n})
-			case proto.PathFS:
-				var req proto.FSRequest
-				json.NewDecoder(r.Body).Decode(&req)
-				if req.Path == "/cut" {
-					io.WriteString(w, `{"entries":[`)
-					w.(http.Flusher).Flush()
-					started <- struct{}{}
-					<-r.Context().Done()
-					return
-				}
-				json.NewEncoder(w).Encode(proto.FSReply{Entries: []proto.FileInfo{{Name: "a.txt", Mode: 0o644}}})
-			}
-		})
+		return fakeHelper(t, listingHelper(n, started))
 	}}
 	cl, err := helper.New(t.Context(), helper.Config{Name: "fake", Dial: ss.dial})
 	if err != nil {

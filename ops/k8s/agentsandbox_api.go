@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	asv1 "sigs.k8s.io/agent-sandbox/api/v1beta1"
@@ -21,15 +23,26 @@ import (
 
 // The agent-sandbox API (kubernetes-sigs/agent-sandbox): Sandboxes in
 // agents.x-k8s.io, SandboxTemplates, SandboxWarmPools and SandboxClaims in
-// extensions.agents.x-k8s.io, through the same REST client as pods.
+// extensions.agents.x-k8s.io, over REST clients like the pods'. Their
+// scheme is made on first use: a process that opens no pool registers
+// nothing more at start.
+var (
+	asSchemeOnce sync.Once
+	asCodecs     serializer.CodecFactory
+	asParams     runtime.ParameterCodec
+)
 
-func init() {
-	if err := asv1.AddToScheme(apiScheme); err != nil {
-		panic(err)
-	}
-	if err := extv1.AddToScheme(apiScheme); err != nil {
-		panic(err)
-	}
+func asScheme() {
+	asSchemeOnce.Do(func() {
+		s := runtime.NewScheme()
+		if err := asv1.AddToScheme(s); err != nil {
+			panic(err)
+		}
+		if err := extv1.AddToScheme(s); err != nil {
+			panic(err)
+		}
+		asCodecs, asParams = serializer.NewCodecFactory(s), runtime.NewParameterCodec(s)
+	})
 }
 
 // asClients are the REST clients of the two groups, made on first use.
@@ -40,10 +53,11 @@ type asClients struct {
 
 func (c *Client) agentSandbox() (*asClients, error) {
 	c.asOnce.Do(func() {
+		asScheme()
 		client := func(gv schema.GroupVersion) (*rest.RESTClient, error) {
 			rc := rest.CopyConfig(c.REST)
 			rc.APIPath, rc.GroupVersion = "/apis", &gv
-			rc.NegotiatedSerializer = apiCodecs.WithoutConversion()
+			rc.NegotiatedSerializer = asCodecs.WithoutConversion()
 			return rest.RESTClientFor(rc)
 		}
 		var as asClients
@@ -77,6 +91,32 @@ func asErr(what, resource string, err error) error {
 			what, asResources[resource], ErrNoAgentSandbox)
 	}
 	return apiErr(what, err)
+}
+
+// noObject reports whether err is a 404 for an object of a resource the
+// server serves (not the "no such resource type" of a missing CRD).
+func noObject(err error) bool { return apierrors.IsNotFound(err) && !isNoResource(err) }
+
+// asEnsure creates want unless an object of its name exists; an existing
+// one that differs (same, reading cur, says so) is replaced by want. It
+// reports whether it replaced one.
+func (c *Client) asEnsure(ctx context.Context, resource, what string, want, cur asObject, same func() bool) (bool, error) {
+	switch err := c.asGet(ctx, resource, want.GetName(), cur); {
+	case noObject(err):
+		if err := c.asCreate(ctx, resource, want, cur); err != nil {
+			return false, asErr("create "+what, resource, err)
+		}
+		return false, nil
+	case err != nil:
+		return false, asErr("get "+what, resource, err)
+	case same():
+		return false, nil
+	}
+	want.SetResourceVersion(cur.GetResourceVersion())
+	if err := c.asUpdate(ctx, resource, want, cur); err != nil {
+		return false, asErr("update "+what, resource, err)
+	}
+	return true, nil
 }
 
 // isNoResource reports whether a 404 is the server's "no such resource
@@ -126,7 +166,7 @@ func (c *Client) asList(ctx context.Context, resource, selector string, out runt
 		return err
 	}
 	opts := metav1.ListOptions{LabelSelector: selector}
-	return rc.Get().Namespace(c.Namespace).Resource(resource).VersionedParams(&opts, paramCodec).Do(ctx).Into(out)
+	return rc.Get().Namespace(c.Namespace).Resource(resource).VersionedParams(&opts, asParams).Do(ctx).Into(out)
 }
 
 func (c *Client) asDelete(ctx context.Context, resource, name string) error {

@@ -1,7 +1,6 @@
 package k8s
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -59,13 +58,7 @@ type Backend struct {
 	oomProbe  string
 	lease     time.Duration
 
-	// probeKey names the probe's kept output for an up pod ("": none is
-	// kept); probeReuse says whether a kept one may be used, probeOut is
-	// what the probe printed, probeCached whether it was the kept one.
-	probeKey    string
-	probeReuse  bool
-	probeOut    []byte
-	probeCached bool
+	kept probecache.Kept // the probe kept on this host, for an up pod
 
 	closeOnce sync.Once
 	closeErr  error
@@ -79,25 +72,26 @@ type Backend struct {
 // relay's exec alone; a client that finds the kept probe wrong probes
 // again.
 func New(ctx context.Context, cfg Config) (*Backend, error) {
-	b, err := open(ctx, cfg, true)
-	if err != nil && b != nil && b.probeCached {
-		probecache.Drop(b.probeKey)
-		b, err = open(ctx, cfg, false)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if b.probeKey != "" && !b.probeCached && b.h != nil {
-		// With the shim as it is now (uploaded after the probe, or
-		// again by a restore): a later line wins.
-		probecache.Store(b.probeKey, append(bytes.Clone(b.probeOut), "\nshim="+b.shimPath+"\n"...))
-	}
-	return b, nil
+	return probecache.Open(func(reuse bool) (*Backend, *probecache.Kept, error) {
+		b, err := open(ctx, cfg, reuse)
+		if b == nil {
+			return nil, nil, err
+		}
+		return b, &b.kept, err
+	}, (*Backend).helperShim)
 }
 
-// open is New, with the probe's cache or without it; on an error it
-// returns the (closed) backend when the probe came from the cache.
-func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
+// helperShim is the shim a started helper runs from ("" without one).
+func (b *Backend) helperShim() string {
+	if b.h == nil {
+		return ""
+	}
+	return b.shimPath
+}
+
+// open is New, with a kept probe allowed (reuse) or not; an error after
+// the probe comes with the (closed) backend.
+func open(ctx context.Context, cfg Config, reuse bool) (*Backend, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
@@ -154,8 +148,7 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 		if p.Labels[LabelManaged] == "true" && p.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, p.Annotations[AnnotationHelperKey]
 			if started := containerStarted(p, ctr); started != "" && !cfg.NoHelper {
-				b.probeKey = probecache.Key("k8s", c.REST.Host, c.Namespace, p.Name, string(p.UID), ctr, started, cfg.WorkDir)
-				b.probeReuse = cache
+				b.kept.Use(reuse, "k8s", c.REST.Host, c.Namespace, p.Name, string(p.UID), ctr, started, cfg.WorkDir)
 			}
 		} else {
 			limits = append(limits, "an existing pod is used as it is: the hardened profile is whatever it was started with")
@@ -164,7 +157,7 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	b.env = append(append([]string{}, baseEnv...), cfg.Env...)
 	if err := b.probe(ctx, &cfg); err != nil {
 		b.Close()
-		return b.failed(err)
+		return b, err
 	}
 	b.info.Limits = append(limits, b.info.Limits...)
 	b.initOps()
@@ -189,7 +182,7 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	})
 	if err != nil {
 		b.Close()
-		return b.failed(err)
+		return b, err
 	}
 	b.h = h
 	for _, c := range h.Info().Capabilities {
@@ -199,15 +192,6 @@ func open(ctx context.Context, cfg Config, cache bool) (*Backend, error) {
 	}
 	b.info.Limits = append(b.info.Limits, h.Info().Limits...)
 	return b, nil
-}
-
-// failed is open's answer to err: the closed backend too when its probe
-// came from the cache (New then probes again).
-func (b *Backend) failed(err error) (*Backend, error) {
-	if b.probeCached {
-		return b, err
-	}
-	return nil, err
 }
 
 // containerStarted is when the pod's container ctr last started ("" when
@@ -292,25 +276,21 @@ func (b *Backend) probe(ctx context.Context, cfg *Config) error {
 	if b.ephemeral || b.up {
 		ours = StateDir
 	}
-	if b.probeKey != "" {
-		// Everything the output depends on: the arguments, the binary.
-		b.probeKey = probecache.Key(b.probeKey, stateName, sf.name, shimDir, ours)
-		if b.probeReuse {
-			b.probeOut, b.probeCached = probecache.Load(b.probeKey)
-		}
-	}
-	if !b.probeCached {
+	out, err := b.kept.Probe(func() ([]byte, error) {
 		res, err := b.t.script(ctx, probeScript, nil, cfg.WorkDir, stateName, sf.name, shimDir, ours)
 		if err != nil {
-			return fmt.Errorf("k8s: probe: %w", err)
+			return nil, fmt.Errorf("k8s: probe: %w", err)
 		}
 		if res.code != 0 {
-			return fmt.Errorf("k8s: probe failed (exit %d; the image needs /bin/sh): %s", res.code, strings.TrimSpace(string(res.stderr)))
+			return nil, fmt.Errorf("k8s: probe failed (exit %d; the image needs /bin/sh): %s", res.code, strings.TrimSpace(string(res.stderr)))
 		}
-		b.probeOut = res.stdout
+		return res.stdout, nil
+	}, stateName, sf.name, shimDir, ours)
+	if err != nil {
+		return err
 	}
 	kv := map[string]string{}
-	for _, l := range strings.Split(string(b.probeOut), "\n") {
+	for _, l := range strings.Split(string(out), "\n") {
 		if k, v, ok := strings.Cut(l, "="); ok {
 			kv[k] = v
 		}

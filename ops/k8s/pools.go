@@ -110,19 +110,12 @@ func PoolFill(ctx context.Context, cfg Config, pool string, size int, ttl time.D
 		NetworkPolicyManagement: extv1.NetworkPolicyManagementUnmanaged,
 	}}
 	var old extv1.SandboxTemplate
-	switch err := c.asGet(ctx, "sandboxtemplates", pool, &old); {
-	case apierrors.IsNotFound(err) && !isNoResource(err):
-		if err := c.asCreate(ctx, "sandboxtemplates", tmpl, &old); err != nil {
-			return nil, asErr("create sandbox template", "sandboxtemplates", err)
-		}
-	case err != nil:
-		return nil, asErr("get sandbox template", "sandboxtemplates", err)
-	case old.Labels[LabelPoolHash] != hash:
+	changed, err := c.asEnsure(ctx, "sandboxtemplates", "sandbox template", tmpl, &old, func() bool { return old.Labels[LabelPoolHash] == hash })
+	if err != nil {
+		return nil, err
+	}
+	if changed {
 		note(fmt.Sprintf("pool %s: the configuration changed: the template is updated and its idle members replaced", pool))
-		tmpl.ResourceVersion = old.ResourceVersion
-		if err := c.asUpdate(ctx, "sandboxtemplates", tmpl, &old); err != nil {
-			return nil, asErr("update sandbox template", "sandboxtemplates", err)
-		}
 	}
 	n := int32(size)
 	wp := &extv1.SandboxWarmPool{
@@ -134,19 +127,10 @@ func PoolFill(ctx context.Context, cfg Config, pool string, size int, ttl time.D
 		wp.Labels[LabelTTL] = ttl.String()
 	}
 	var cur extv1.SandboxWarmPool
-	switch err := c.asGet(ctx, "sandboxwarmpools", pool, &cur); {
-	case apierrors.IsNotFound(err) && !isNoResource(err):
-		if err := c.asCreate(ctx, "sandboxwarmpools", wp, &cur); err != nil {
-			return nil, asErr("create sandbox warm pool", "sandboxwarmpools", err)
-		}
-	case err != nil:
-		return nil, asErr("get sandbox warm pool", "sandboxwarmpools", err)
-	case cur.Spec.Replicas == nil || *cur.Spec.Replicas != n || cur.Labels[LabelTTL] != wp.Labels[LabelTTL]:
-		cur.Spec.Replicas = &n
-		cur.Labels = wp.Labels
-		if err := c.asUpdate(ctx, "sandboxwarmpools", &cur, &cur); err != nil {
-			return nil, asErr("update sandbox warm pool", "sandboxwarmpools", err)
-		}
+	if _, err := c.asEnsure(ctx, "sandboxwarmpools", "sandbox warm pool", wp, &cur, func() bool {
+		return cur.Spec.Replicas != nil && *cur.Spec.Replicas == n && cur.Labels[LabelTTL] == wp.Labels[LabelTTL]
+	}); err != nil {
+		return nil, err
 	}
 	ready, last := 0, -1
 	for {
@@ -210,7 +194,7 @@ func Claim(ctx context.Context, cfg Config, pool string, ttl time.Duration) (str
 	}
 	var wp extv1.SandboxWarmPool
 	if err := c.asGet(ctx, "sandboxwarmpools", pool, &wp); err != nil {
-		if apierrors.IsNotFound(err) && !isNoResource(err) {
+		if noObject(err) {
 			return "", ops.ConfigError("k8s: no pool %q in namespace %s (pi-sandbox pool fill --backend k8s %s --size N makes one)", pool, c.Namespace, pool)
 		}
 		return "", asErr("get sandbox warm pool", "sandboxwarmpools", err)
@@ -342,7 +326,7 @@ func newHelperKey() string {
 func SandboxPod(ctx context.Context, c *Client, name string) (string, error) {
 	var sb asv1.Sandbox
 	if err := c.asGet(ctx, "sandboxes", name, &sb); err != nil {
-		if apierrors.IsNotFound(err) && !isNoResource(err) {
+		if noObject(err) {
 			return "", ops.ConfigError("k8s: no agent-sandbox Sandbox %q in namespace %s", name, c.Namespace)
 		}
 		return "", asErr("get sandbox", "sandboxes", err)
@@ -411,7 +395,7 @@ func PoolDrain(ctx context.Context, c *Client, pool string) ([]string, error) {
 		return nil, err
 	}
 	for _, r := range []string{"sandboxwarmpools", "sandboxtemplates"} {
-		if err := c.asDelete(ctx, r, pool); err != nil && !(apierrors.IsNotFound(err) && !isNoResource(err)) {
+		if err := c.asDelete(ctx, r, pool); err != nil && !noObject(err) {
 			return nil, asErr("delete "+r, r, err)
 		}
 	}
@@ -425,7 +409,7 @@ func PoolDrain(ctx context.Context, c *Client, pool string) ([]string, error) {
 // downClaim deletes the claim that owns a claimed pod and waits until the
 // pod is gone.
 func downClaim(ctx context.Context, c *Client, pod, claim string) error {
-	if err := c.asDelete(ctx, "sandboxclaims", claim); err != nil && !(apierrors.IsNotFound(err) && !isNoResource(err)) {
+	if err := c.asDelete(ctx, "sandboxclaims", claim); err != nil && !noObject(err) {
 		return asErr("delete sandbox claim", "sandboxclaims", err)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)

@@ -25,6 +25,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pi-sandbox/pi-sandbox/internal/growstack"
+	"github.com/pi-sandbox/pi-sandbox/internal/oneconn"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/native"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
@@ -156,7 +157,7 @@ func serveSession(conn sessionConn, s *server) {
 		},
 		ErrorLog: nil,
 	}
-	go srv.Serve(&oneConnListener{conn: conn, done: make(chan struct{})})
+	go srv.Serve(oneconn.New(conn))
 	<-conn.Done()
 	// The client is gone: every running command kills its tree.
 	s.endCalls()
@@ -514,30 +515,3 @@ type stdioAddr struct{}
 
 func (stdioAddr) Network() string { return "stdio" }
 func (stdioAddr) String() string  { return "stdio" }
-
-// oneConnListener hands out one connection, then blocks until closed.
-type oneConnListener struct {
-	mu   sync.Mutex
-	conn net.Conn
-	done chan struct{}
-	once sync.Once
-}
-
-func (l *oneConnListener) Accept() (net.Conn, error) {
-	l.mu.Lock()
-	c := l.conn
-	l.conn = nil
-	l.mu.Unlock()
-	if c != nil {
-		return c, nil
-	}
-	<-l.done
-	return nil, net.ErrClosed
-}
-
-func (l *oneConnListener) Close() error {
-	l.once.Do(func() { close(l.done) })
-	return nil
-}
-
-func (l *oneConnListener) Addr() net.Addr { return stdioAddr{} }

@@ -231,17 +231,7 @@ func k8sPoolMarkdown(kp *k8sPools) string {
 	w(", then `k8s.New` on the claimed pod and `Run(\"true\")`; the baseline is an ephemeral `--image` pod (`k8s.New` with Image: create → running → helper → `true`). ")
 	w("Claimed pods are deleted (claim and pod) and ephemeral pods removed after the clock stops.\n\n")
 	b = append(b, poolTable(kp.Rows)...)
-	if len(kp.Phases) > 0 {
-		w("\nOf a k8s claim, p50 / p99 ms:")
-		for i, x := range kp.Phases {
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			w("%s %s %s", sep, x.Name, statCell(&x.stats))
-		}
-		w(".\n")
-	}
+	b = append(b, phasesLine("Of a k8s claim", kp.Phases)...)
 	for _, n := range kp.Notes {
 		w("\nNote: %s\n", cellText(n))
 	}

@@ -55,17 +55,7 @@ func poolMarkdown(res *results) string {
 	if len(ps.Rows) > 0 {
 		b.WriteString(poolTable(ps.Rows))
 	}
-	if len(ps.Phases) > 0 {
-		w("\nOf a Go API claim (the same steps as `pool.Claim`, one by one), p50 / p99 ms:")
-		for i, x := range ps.Phases {
-			sep := ","
-			if i == 0 {
-				sep = ""
-			}
-			w("%s %s %s", sep, x.Name, statCell(&x.stats))
-		}
-		w(".\n")
-	}
+	b.WriteString(phasesLine("Of a Go API claim (the same steps as `pool.Claim`, one by one)", ps.Phases))
 	if d := ps.Density; d != nil {
 		w("\nDensity (reported): %d idle members filled in %.1f s", d.Members, d.FillSeconds)
 		if d.MemMeasured > 0 {
@@ -86,5 +76,24 @@ func poolMarkdown(res *results) string {
 		w("\nNote: %s\n", cellText(n))
 	}
 	b.WriteString(k8sPoolMarkdown(ps.K8s))
+	return b.String()
+}
+
+// phasesLine is the line of a claim's steps, p50 / p99 ms each ("" with
+// none).
+func phasesLine(title string, phases []extraRow) string {
+	if len(phases) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s, p50 / p99 ms:", title)
+	for i, x := range phases {
+		sep := ","
+		if i == 0 {
+			sep = ""
+		}
+		fmt.Fprintf(&b, "%s %s %s", sep, x.Name, statCell(&x.stats))
+	}
+	b.WriteString(".\n")
 	return b.String()
 }

@@ -9,6 +9,7 @@
 package probecache
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
@@ -102,4 +103,65 @@ func prune(d string) {
 			os.Remove(filepath.Join(d, e.Name()))
 		}
 	}
+}
+
+// Kept is one backend's use of the cache: the entry of its sandbox (none
+// until Use), whether a kept probe may be read, and what the probe printed.
+type Kept struct {
+	key    string
+	reuse  bool
+	out    []byte
+	cached bool
+}
+
+// Use names the entry of the sandbox by parts; reuse says whether a kept
+// probe may be read (else a fresh one is kept).
+func (k *Kept) Use(reuse bool, parts ...string) {
+	k.key, k.reuse = Key(parts...), reuse
+}
+
+// Probe returns the kept output of the probe with args (everything else
+// its output depends on), or run's, which it remembers for Open to keep.
+// Without Use it just runs.
+func (k *Kept) Probe(run func() ([]byte, error), args ...string) ([]byte, error) {
+	if k.key != "" {
+		k.key = Key(append([]string{k.key}, args...)...)
+		if k.reuse {
+			if out, ok := Load(k.key); ok {
+				k.out, k.cached = out, true
+				return out, nil
+			}
+		}
+	}
+	out, err := run()
+	if err != nil {
+		return nil, err
+	}
+	k.out = out
+	return out, nil
+}
+
+// Open opens a backend with a kept probe allowed; when that fails with a
+// kept probe (open returns the backend's Kept with its error), it drops
+// the entry and opens once more without. After an open on a fresh probe
+// it keeps that probe with the shim's path (shim returns it, "" when the
+// helper did not start: nothing is kept).
+func Open[B any](open func(reuse bool) (B, *Kept, error), shim func(B) string) (B, error) {
+	b, k, err := open(true)
+	if err != nil && k != nil && k.cached {
+		Drop(k.key)
+		b, k, err = open(false)
+	}
+	if err != nil {
+		var zero B
+		return zero, err
+	}
+	if k != nil && k.key != "" && !k.cached {
+		if p := shim(b); p != "" {
+			// The shim as it is now (uploaded after the probe, or again
+			// by a restore): a later line wins.
+			Store(k.key, append(bytes.Clone(k.out), "\nshim="+p+"\n"...))
+		}
+	}
+	return b, nil
 }
