@@ -96,8 +96,15 @@ func createContainer(ctx context.Context, cli *client.Client, cfg *Config, kind 
 	// The engine removes a container that ended itself (its lifetime, an
 	// ephemeral one's client gone) with its volumes.
 	hc.AutoRemove = kind == KindEphemeral || cfg.hasLifetime()
-	id, err := startWithHelper(ctx, cli, cfg, cc, hc, hm)
+	var sm *mount.Mount // the daemon's host socket directory (hostsock.go)
+	if kind == KindSandbox {
+		if sm = hostSockMount(cfg); sm != nil {
+			cc.Labels[LabelHostSock] = sm.Source
+		}
+	}
+	id, err := startWithHelper(ctx, cli, cfg, cc, hc, hm, sm)
 	if err != nil {
+		removeHostSock(cc.Labels[LabelHostSock])
 		return "", err
 	}
 	if err := ownStateDir(ctx, cli, id, cfg); err != nil {
@@ -332,7 +339,11 @@ func Down(ctx context.Context, cli *client.Client, id string) error {
 	if res.Container.Config == nil || res.Container.Config.Labels[LabelManaged] != "true" {
 		return fmt.Errorf("docker: container %q was not created by pi-sandbox (no %s label)", id, LabelManaged)
 	}
-	return removeContainer(cli, res.Container.ID)
+	if err := removeContainer(cli, res.Container.ID); err != nil {
+		return err
+	}
+	removeHostSock(res.Container.Config.Labels[LabelHostSock])
+	return nil
 }
 
 // Sandbox is one of our containers, as List reports it.
@@ -398,6 +409,7 @@ func GC(ctx context.Context, cli *client.Client, all bool, maxAge time.Duration)
 		}
 		removed = append(removed, s.ID)
 	}
+	pruneHostSocksOf(ctx, cli)
 	return removed, nil
 }
 

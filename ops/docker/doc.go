@@ -19,7 +19,14 @@
 // processes outlive the backend that started them until [Down]; the
 // sandbox's directory is /var/lib/pi-sandbox/up-UID in the up volume,
 // shared and kept by Close; the relay trusts only a daemon proving the
-// helper key of the LabelHelperKey label. The relay runs in an exec of its
+// helper key of the LabelHelperKey label. Where the engine runs on this
+// host and the helper is mounted (runc, Podman; not gVisor), an up
+// container also has a directory of this host at shim.HostDir (owned by
+// the sandbox user, under a 0700 directory of this user's cache,
+// [LabelHostSock]) in which the daemon listens as well: a backend connects
+// there first, with no exec, and trusts the daemon only when it proves the
+// key and is the socket's peer (shim.DialHost); otherwise the relay
+// serves. The relay runs in an exec of its
 // own (never after the probe's shell) from the execute-only shim binary,
 // and is sent the key only when it says it was never dumpable; a helper
 // that does not start there is an error, not the exec-per-operation

@@ -91,6 +91,12 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 	if exposed {
 		b.info.Limits = append(b.info.Limits, exposedLimit)
 	}
+	b.mu.Lock()
+	why := b.hostSockErr
+	b.mu.Unlock()
+	if why != "" {
+		b.info.Limits = append(b.info.Limits, "the helper daemon is reached through an exec: its host socket failed a check ("+why+")")
+	}
 	return nil
 }
 
@@ -128,6 +134,9 @@ func (b *Backend) helperArgs(dir string) []string {
 func (b *Backend) dialHelper(ctx context.Context) (io.ReadWriteCloser, error) {
 	if err := b.waitUnpaused(ctx); err != nil {
 		return nil, err
+	}
+	if c, ok := b.dialHostSock(ctx); ok {
+		return c, nil
 	}
 	pr, pw := io.Pipe()
 	st := helper.NewTailBuffer(4 << 10)

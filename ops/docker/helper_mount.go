@@ -120,18 +120,25 @@ func mountRefused(err error, m *mount.Mount) bool {
 }
 
 // startWithHelper creates and starts the container with the helper's bind
-// mount m (nil: none) and returns its id; an engine that refuses the mount
-// (it does not see this host's path after all) gets the container without
-// it, and the binary is uploaded.
-func startWithHelper(ctx context.Context, cli *client.Client, cfg *Config, cc *container.Config, hc *container.HostConfig, m *mount.Mount) (string, error) {
+// mount m and the daemon's host socket directory sm (nil: none) and
+// returns its id; an engine that refuses either mount (it does not see
+// this host's paths after all) gets the container without both, and the
+// binary is uploaded.
+func startWithHelper(ctx context.Context, cli *client.Client, cfg *Config, cc *container.Config, hc *container.HostConfig, m, sm *mount.Mount) (string, error) {
 	base := hc.Mounts
-	if m != nil {
-		hc.Mounts = append(append([]mount.Mount(nil), base...), *m)
+	for _, x := range []*mount.Mount{m, sm} {
+		if x != nil {
+			hc.Mounts = append(append([]mount.Mount(nil), hc.Mounts...), *x)
+		}
 	}
 	id, what, err := createStart(ctx, cli, cfg, cc, hc)
-	if mountRefused(err, m) {
+	if m != nil && (mountRefused(err, m) || mountRefused(err, sm)) {
 		hc.Mounts = base
 		cfg.helper.mounted, cfg.helper.why = false, "the engine could not mount "+m.Source
+		if sm != nil {
+			removeHostSock(cc.Labels[LabelHostSock])
+			delete(cc.Labels, LabelHostSock)
+		}
 		id, what, err = createStart(ctx, cli, cfg, cc, hc)
 	}
 	if err != nil {

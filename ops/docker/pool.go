@@ -299,6 +299,7 @@ func Drain(ctx context.Context, cli *client.Client, name string) ([]string, erro
 		}
 		removed = append(removed, m.ID)
 	}
+	pruneHostSocksOf(ctx, cli)
 	return removed, nil
 }
 

@@ -101,8 +101,20 @@ func daemonMain(args []string, stderr io.Writer) int {
 		return fail(err)
 	}
 	d.key = key
+	// The host's socket directory, when the container has one: a client
+	// on the host connects there with no exec (daemon_host.go).
+	hostDir := HostDir
+	if v := os.Getenv(HostDirEnv); v != "" {
+		hostDir = v
+	}
+	if err := d.listenHost(hostDir); err != nil {
+		fmt.Fprintf(stderr, "pi-sandbox-shim: warning: host socket: %v\n", err)
+	}
 	ready("ok")
-	go d.serve()
+	go d.serve(d.ln, false)
+	if d.hostLn != nil {
+		go d.serve(d.hostLn, true)
+	}
 	select {
 	case <-sigs:
 	case <-d.limits.replaced:
@@ -112,11 +124,14 @@ func daemonMain(args []string, stderr io.Writer) int {
 }
 
 type daemon struct {
-	key   []byte // the sandbox's helper key; nil: none (the proof is "-")
-	ln    *net.UnixListener
-	reg   *native.Registry
-	build string
-	env   []string // the base environment of commands (helperEnv)
+	key []byte // the sandbox's helper key; nil: none (the proof is "-")
+	ln  *net.UnixListener
+	// hostLn listens in HostDir, the host's directory mounted in the
+	// container (nil: none); it accepts root's connections too.
+	hostLn *net.UnixListener
+	reg    *native.Registry
+	build  string
+	env    []string // the base environment of commands (helperEnv)
 	// limits replaces the daemon when a command changed its resource
 	// limits (serve_limits.go).
 	limits *daemonLimits
@@ -151,16 +166,28 @@ func listenDaemon(dir string) (*daemon, error) {
 		return nil, err
 	}
 	d := &daemon{ln: ln, reg: reg, build: selfHash(exe), env: helperEnv(), conns: map[*closingConn]bool{}}
-	d.limits = newDaemonLimits(dir, func() { ln.Close() })
+	d.limits = newDaemonLimits(dir, d.closeListeners)
 	d.act = newActivity()
 	go d.act.run(nil)
 	return d, nil
 }
 
-// serve accepts connections of this user until the listener closes.
-func (d *daemon) serve() {
+// closeListeners stops accepting connections.
+func (d *daemon) closeListeners() {
+	d.ln.Close()
+	d.mu.Lock()
+	hl := d.hostLn
+	d.mu.Unlock()
+	if hl != nil {
+		hl.Close()
+	}
+}
+
+// serve accepts connections of this user on ln until it closes; on the
+// host's listener (host), root's too: the host's client.
+func (d *daemon) serve(ln *net.UnixListener, host bool) {
 	for {
-		c, err := d.ln.AcceptUnix()
+		c, err := ln.AcceptUnix()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -170,7 +197,7 @@ func (d *daemon) serve() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		if uid, _, err := peerCred(c); err != nil || uid != os.Getuid() {
+		if uid, _, err := peerCred(c); err != nil || !(uid == os.Getuid() || host && uid == 0) {
 			c.Close()
 			continue
 		}
@@ -217,7 +244,7 @@ func (d *daemon) serve() {
 // shutdown ends every session (their calls kill their trees), then kills
 // every background process group.
 func (d *daemon) shutdown() {
-	d.ln.Close() // removes the socket
+	d.closeListeners() // removes the socket in dir
 	d.mu.Lock()
 	for us := range d.conns {
 		us.Close()

@@ -1,0 +1,134 @@
+package helper_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+)
+
+// The daemon's host socket (shim.HostDir): a client on the host connects
+// without an exec, and trusts only the sandbox's daemon of its build.
+
+// hostDaemon starts `__shim serve --listen` with key and a host socket
+// directory, and returns the host socket's path and the build.
+func hostDaemon(t *testing.T, key string) (sock, build string) {
+	t.Helper()
+	exe := testExe(t)
+	data, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	base := t.TempDir()
+	dir, hdir := filepath.Join(base, "h"), filepath.Join(base, "host")
+	for _, d := range []string{dir, hdir} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rr, rw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kr, kw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "__shim", "serve", "--listen", dir, "--ready-fd", "3", "--key-fd", "4")
+	cmd.Env = append(shimEnv(), shim.HostDirEnv+"="+hdir)
+	cmd.ExtraFiles = []*os.File{rw, kr}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rw.Close()
+	kr.Close()
+	kw.WriteString(key + "\n")
+	kw.Close()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	})
+	ready, err := io.ReadAll(rr)
+	rr.Close()
+	if err != nil || strings.TrimSpace(string(ready)) != "ok" {
+		t.Fatalf("daemon: %q %v", ready, err)
+	}
+	return filepath.Join(hdir, shim.HostSocket), hex.EncodeToString(sum[:])
+}
+
+func TestHostSocketServes(t *testing.T) {
+	key := strings.Repeat("ab", 32)
+	sock, build := hostDaemon(t, key)
+	c := relayClientDial(t, func(ctx context.Context) (io.ReadWriteCloser, error) {
+		return shim.DialHost(ctx, sock, key, build)
+	}, 0)
+	out := runOut(t, c, "echo host-socket")
+	if out != "host-socket\n" {
+		t.Fatalf("output %q", out)
+	}
+}
+
+func TestHostSocketRefusesForeign(t *testing.T) {
+	key := strings.Repeat("cd", 32)
+	sock, build := hostDaemon(t, key)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for name, args := range map[string][2]string{
+		"wrong key":   {strings.Repeat("ef", 32), build},
+		"other build": {key, strings.Repeat("0", 64)},
+	} {
+		if c, err := shim.DialHost(ctx, sock, args[0], args[1]); !errors.Is(err, shim.ErrHostForeign) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%s: got %v, want ErrHostForeign", name, err)
+		}
+	}
+	// A process that took the socket's name and relays the real daemon's
+	// answer (a sandbox process owns the directory): its pid is not the
+	// one the proof names.
+	mitm := filepath.Join(t.TempDir(), "mitm.sock")
+	ln, err := net.Listen("unix", mitm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			a, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			b, err := net.Dial("unix", sock)
+			if err != nil {
+				a.Close()
+				return
+			}
+			go func() { io.Copy(b, a); b.Close() }()
+			go func() { io.Copy(a, b); a.Close() }()
+		}
+	}()
+	if c, err := shim.DialHost(ctx, mitm, key, build); !errors.Is(err, shim.ErrHostForeign) || !strings.Contains(err.Error(), "pid") {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("relaying listener: got %v, want ErrHostForeign naming the pid", err)
+	}
+	// No daemon: refused, not foreign (the relay starts one).
+	if _, err := shim.DialHost(ctx, filepath.Join(t.TempDir(), "none.sock"), key, build); err == nil || errors.Is(err, shim.ErrHostForeign) {
+		t.Errorf("missing socket: got %v", err)
+	}
+}

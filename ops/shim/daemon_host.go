@@ -1,0 +1,151 @@
+package shim
+
+import (
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// HostDir is where a container whose engine runs on the client's host has
+// a directory of that host bind-mounted (owned by the sandbox user, mode
+// 0700): the helper daemon listens there too (HostSocket), so a client on
+// the host reaches it with a connect instead of an exec. Such a client
+// trusts only a daemon that proves the sandbox's helper key and whose pid
+// is the socket peer's (DialHost).
+const HostDir = "/run/pi-sandbox-host"
+
+// HostDirEnv, in the daemon's environment, names another directory than
+// HostDir (for tests outside a container).
+const HostDirEnv = "PI_SANDBOX_HOST_DIR"
+
+// HostSocket is the socket's name in HostDir (and in its host directory).
+const HostSocket = daemonSocket
+
+// listenHost listens in dir when it is there (a missing dir is no error):
+// a stale socket of an earlier daemon is replaced. The socket is not
+// removed when the daemon ends (another daemon may have taken its name by
+// then); a client finds it refused and goes through the relay.
+func (d *daemon) listenHost(dir string) error {
+	if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err := checkDir(dir, false); err != nil {
+		return err
+	}
+	sock := filepath.Join(dir, HostSocket)
+	if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: sock, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	ln.SetUnlinkOnClose(false)
+	d.mu.Lock()
+	d.hostLn = ln
+	d.mu.Unlock()
+	return nil
+}
+
+// ErrHostForeign marks a socket whose peer is not the sandbox's helper
+// daemon of the expected build (DialHost).
+var ErrHostForeign = errors.New("the helper socket's peer is not the sandbox's helper daemon")
+
+// DialHost connects, from the host, to the helper daemon listening at
+// sock (a HostSocket in a host directory mounted at HostDir): the daemon
+// must run build (the hex SHA-256 of its binary, or the prefix of it in
+// the binary's name), answer the nonce with
+// the proof of key, and be the socket's peer — its pid in the container's
+// namespace (its line) is the last NSpid of the peer's host pid. What the
+// connection then carries is one helper session, as on the relay's stdio.
+// Refused or missing sockets (no daemon) and a peer that fails a check
+// are errors: the caller goes through the relay, which starts or replaces
+// the daemon.
+func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
+	if key == "" || build == "" {
+		return nil, errors.New("shim: host socket: no key or build to check the daemon by")
+	}
+	var dl net.Dialer
+	nc, err := dl.DialContext(ctx, "unix", sock)
+	if err != nil {
+		return nil, fmt.Errorf("shim: host socket: %w", err)
+	}
+	c := nc.(*net.UnixConn)
+	fail := func(err error) (net.Conn, error) {
+		c.Close()
+		return nil, fmt.Errorf("shim: host socket %s: %w", sock, err)
+	}
+	_, peer, err := peerCred(c)
+	if err != nil {
+		return fail(err)
+	}
+	nspid, err := innerPID(peer)
+	if err != nil {
+		return fail(fmt.Errorf("%w: %v", ErrHostForeign, err))
+	}
+	var rnd [16]byte
+	rand.Read(rnd[:])
+	nonce := hex.EncodeToString(rnd[:])
+	deadline := time.Now().Add(preambleWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	if _, err := fmt.Fprintf(c, "%s\n", nonce); err != nil {
+		return fail(err)
+	}
+	line, err := readLine(c, 512)
+	if err != nil {
+		return fail(fmt.Errorf("its first line: %w", err))
+	}
+	c.SetDeadline(time.Time{})
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != daemonMagic {
+		return fail(fmt.Errorf("%w (its first line is %.80q)", ErrHostForeign, line))
+	}
+	// A daemon that cannot read its own binary (execute-only) knows its
+	// build by its content-addressed name: Upload.Name's prefix.
+	if f[1] != build && (len(f[1]) != 16 || !strings.HasPrefix(build, f[1])) {
+		return fail(fmt.Errorf("%w: it runs build %.12s, not %.12s", ErrHostForeign, f[1], build))
+	}
+	pid, err := strconv.Atoi(f[2])
+	if err != nil || pid != nspid {
+		return fail(fmt.Errorf("%w: it says pid %.20s, the peer is pid %d in the container", ErrHostForeign, f[2], nspid))
+	}
+	if !hmac.Equal([]byte(f[3]), []byte(proof([]byte(key), nonce, f[1], pid))) {
+		return fail(fmt.Errorf("%w: no proof of the sandbox's key", ErrHostForeign))
+	}
+	return c, nil
+}
+
+// innerPID is the pid, in its innermost pid namespace, of the process
+// whose pid in this one is pid (/proc/PID/status, NSpid's last field).
+func innerPID(pid int) (int, error) {
+	if pid <= 0 {
+		return 0, errors.New("the peer's pid is not visible here")
+	}
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			f := strings.Fields(v)
+			if len(f) == 0 {
+				break
+			}
+			return strconv.Atoi(f[len(f)-1])
+		}
+	}
+	return 0, fmt.Errorf("no NSpid for pid %d", pid)
+}
