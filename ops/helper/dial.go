@@ -104,6 +104,32 @@ func (d *dialConn) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// ReadFrom copies r to the target in writes of up to copyChunk bytes
+// (io.Copy's 32 KiB buffer would cut the stream into as many frames).
+func (d *dialConn) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, copyChunk)
+	var n int64
+	for {
+		m, err := r.Read(buf)
+		if m > 0 {
+			w, werr := d.Write(buf[:m])
+			n += int64(w)
+			if werr != nil {
+				return n, werr
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// copyChunk is the most a dialConn's ReadFrom writes at once.
+const copyChunk = 256 << 10
+
 // CloseWrite ends the request body: the helper half-closes the target's
 // connection, whose answer can still be read.
 func (d *dialConn) CloseWrite() error { return d.pw.Close() }

@@ -154,6 +154,9 @@ func serveSession(conn sessionConn, s *server) {
 			MaxConcurrentStreams:          512,
 			MaxReceiveBufferPerStream:     1 << 20,
 			MaxReceiveBufferPerConnection: 16 << 20,
+			// The host's request bodies (a tunnel's or the egress proxy's
+			// bytes toward the target) in large frames, not 16 KiB ones.
+			MaxReadFrameSize: 1 << 20,
 		},
 		ErrorLog: nil,
 	}

@@ -56,7 +56,8 @@ func relayConn(w http.ResponseWriter, r *http.Request, c net.Conn) {
 		return
 	}
 	go func() {
-		_, err := io.Copy(c, r.Body)
+		// In large writes: TCPConn's ReadFrom would copy 32 KiB at a time.
+		_, err := io.CopyBuffer(struct{ io.Writer }{c}, r.Body, make([]byte, dialBuffer))
 		if err != nil {
 			c.Close()
 			return

@@ -195,7 +195,7 @@ func netBench(ctx context.Context, o *options, p *progress) *netStats {
 	errInto(&r, rerr, 1)
 	ns.Rows = append(ns.Rows, r)
 
-	ns.Rows = append(ns.Rows, egressRows(ctx, o, p, id, n)...)
+	ns.Rows = append(ns.Rows, egressRows(ctx, o, p, id, n, bulk)...)
 	return ns
 }
 
@@ -204,8 +204,9 @@ func netBench(ctx context.Context, o *options, p *progress) *netStats {
 // wget to the httpd on the target's own loopback: the difference is the
 // proxy's path (the helper stream, the host's policy check and dial). A
 // second row loops the requests in one call, so the helper round trip of
-// the call weighs 1/netLoop of each sample.
-func egressRows(ctx context.Context, o *options, p *progress, id string, n int) []netRow {
+// the call weighs 1/netLoop of each sample. A third row downloads bulk
+// bytes each way (the target's httpd serves a file of that size).
+func egressRows(ctx context.Context, o *options, p *progress, id string, n int, bulk int64) []netRow {
 	row := netRow{Name: "egress: 1 KiB GET, one bash call each", Op: "egress: bash call `NO_PROXY= no_proxy= wget -q -O /dev/null http://127.0.0.1:PORT/1k` in the `up` sandbox through its session proxy (Go API, Policy.Network.Allow) to a 1 KiB Go server on the host's loopback",
 		Unit: "ms", Baseline: fmt.Sprintf("the same bash call, `wget -Y off` (busybox wget ignores no_proxy) direct to the httpd on the target's own 127.0.0.1:%d (a helper round trip + wget + a direct request)", netPort),
 		Target: fmt.Sprintf("p50 ≤ %g× baseline p50", netLatTarget), Status: "not measured"}
@@ -214,8 +215,14 @@ func egressRows(ctx context.Context, o *options, p *progress, id string, n int) 
 		errInto(&row, err, 1)
 		return []netRow{row}
 	}
-	body := make([]byte, 1024)
-	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write(body) }), ReadHeaderTimeout: 10 * time.Second}
+	body, big := make([]byte, 1024), make([]byte, bulk)
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/bulk" {
+			w.Write(big)
+			return
+		}
+		w.Write(body)
+	}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
 	defer srv.Close()
 	hostAddr := ln.Addr().String()
@@ -267,6 +274,28 @@ func egressRows(ctx context.Context, o *options, p *progress, id string, n int) 
 	}
 	r := latRow(fmt.Sprintf("egress: 1 KiB GET, %d looped in one bash call", netLoop), fmt.Sprintf("egress: the same wget through the proxy, %d in a loop in one bash call (sample = loop time ÷ %d)", netLoop, netLoop),
 		"the same loop of direct `wget -Y off` to the target's own httpd", per(eds), per(bds), err)
+	rows = append(rows, r)
+
+	// Bulk: one download of bulk bytes per bash call, the median of 3
+	// each, as a rate over the call's time.
+	p.step("network: egress %d MiB download vs target-local ×3", bulk>>20)
+	eds, bds, err = pairs(p, "network egress bulk", 3,
+		call("NO_PROXY= no_proxy= wget -q -O /dev/null http://"+hostAddr+"/bulk"),
+		call(fmt.Sprintf("wget -Y off -q -O /dev/null http://127.0.0.1:%d/bulk", netPort)))
+	rates := func(ds []time.Duration) []float64 {
+		var v []float64
+		for _, d := range ds {
+			v = append(v, float64(bulk)/d.Seconds()/1e6)
+		}
+		return v
+	}
+	er, br := rates(eds), rates(bds)
+	r = netRow{Name: fmt.Sprintf("egress: %d MiB download", bulk>>20), Op: fmt.Sprintf("egress: bash call `wget -q -O /dev/null` of %d MiB through the session proxy from the Go server on the host's loopback (median of 3; rate over the call's time)", bulk>>20), Unit: "MB/s", N: len(er),
+		Value: median(er), Baseline: "the same bash call, `wget -Y off` of the same size from the target's own httpd", BaseValue: median(br),
+		Target: fmt.Sprintf("≥ %g× baseline", netBulkTarget)}
+	r.Ratio = ratio(r.Value, r.BaseValue)
+	r.Status = statusN(len(er) > 0 && len(br) > 0, r.Ratio >= netBulkTarget)
+	errInto(&r, err, 6-len(er)-len(br))
 	return append(rows, r)
 }
 
