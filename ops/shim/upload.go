@@ -7,8 +7,12 @@ import (
 	"hash"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/pi-sandbox/pi-sandbox/ops/internal/probecache"
 )
 
 // Upload is a shim binary on the host, to be uploaded into a target under
@@ -30,6 +34,7 @@ type uploadKey struct {
 	path       string
 	dev, ino   uint64
 	size, mtim int64
+	ctim       int64 // any change of the file changes its ctime
 }
 
 // ReadUpload hashes the binary at path (zero: HostBinary), or returns the
@@ -52,7 +57,7 @@ func ReadUpload(path string) (*Upload, error) {
 	}
 	key := uploadKey{path: path, size: fi.Size(), mtim: fi.ModTime().UnixNano()}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		key.dev, key.ino = uint64(st.Dev), uint64(st.Ino)
+		key.dev, key.ino, key.ctim = uint64(st.Dev), uint64(st.Ino), st.Ctim.Nano()
 	}
 	uploadsMu.Lock()
 	u := uploads[key]
@@ -60,12 +65,26 @@ func ReadUpload(path string) (*Upload, error) {
 	if u != nil {
 		return u, nil
 	}
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return nil, fmt.Errorf("read shim binary: %w", err)
+	// The sum of this version of the file is kept on this host: hashing
+	// the binary costs a CLI call tens of milliseconds.
+	diskKey := probecache.Key("shim-sum", key.path, strconv.FormatUint(key.dev, 10), strconv.FormatUint(key.ino, 10),
+		strconv.FormatInt(key.size, 10), strconv.FormatInt(key.mtim, 10), strconv.FormatInt(key.ctim, 10))
+	if key.ino != 0 {
+		if b, ok := probecache.Load(diskKey); ok && len(b) == 64 && strings.Trim(string(b), "0123456789abcdef") == "" {
+			u = &Upload{Path: path, Size: key.size, Sum: string(b)}
+		}
 	}
-	u = &Upload{Path: path, Size: n, Sum: hex.EncodeToString(h.Sum(nil))}
+	if u == nil {
+		h := sha256.New()
+		n, err := io.Copy(h, f)
+		if err != nil {
+			return nil, fmt.Errorf("read shim binary: %w", err)
+		}
+		u = &Upload{Path: path, Size: n, Sum: hex.EncodeToString(h.Sum(nil))}
+		if key.ino != 0 && n == key.size {
+			probecache.Store(diskKey, []byte(u.Sum))
+		}
+	}
 	uploadsMu.Lock()
 	uploads[key] = u
 	uploadsMu.Unlock()

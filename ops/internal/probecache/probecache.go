@@ -5,7 +5,10 @@
 // (the sandbox's identity and start time, the probe's arguments, the
 // helper binary's name); a client that finds an entry wrong drops it and
 // probes again. Entries are small files under the user's cache directory
-// (0600 in a 0700 directory), never in the target.
+// (0600 in a 0700 directory), never in the target. The same store keeps
+// the SHA-256 of a version of a helper binary (shim.ReadUpload: keyed by
+// its path, inode, size, mtime and ctime), which a CLI call would
+// otherwise hash again.
 package probecache
 
 import (
