@@ -167,17 +167,23 @@ func (s *Sandbox) forwardOne(ctx context.Context, c net.Conn, port int) error {
 		return err
 	}
 	defer t.Close()
+	// A raw connection's socket itself: TCP to unix socket and back, the
+	// kernel splices.
+	var tc net.Conn = t
+	if r, ok := t.(interface{ RawConn() *net.UnixConn }); ok {
+		tc = r.RawConn()
+	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := io.Copy(t, c)
-		if cw, ok := t.(interface{ CloseWrite() error }); ok && err == nil {
+		_, err := io.Copy(tc, c)
+		if cw, ok := tc.(interface{ CloseWrite() error }); ok && err == nil {
 			cw.CloseWrite()
 		} else {
 			t.Close()
 		}
 		done <- err
 	}()
-	_, err = io.Copy(c, t)
+	_, err = io.Copy(c, tc)
 	if cw, ok := c.(interface{ CloseWrite() error }); ok && err == nil {
 		cw.CloseWrite()
 	}

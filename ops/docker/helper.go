@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,6 +20,7 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/dispatch"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -62,6 +64,14 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 		Restore: b.restoreHelper,
 		Explain: b.explainLost,
 		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground, OOMCounter: true},
+	}
+	if b.hostSock != "" && b.helperKey != "" && b.sf != nil && b.sf.up != nil {
+		// Tunnels and egress connections on raw connections of the
+		// host socket: no HTTP/2 framing between the two ends.
+		sock, key, build := b.hostSock, b.helperKey, b.sf.up.Sum
+		hc.RawDial = func(ctx context.Context, op string) (*net.UnixConn, error) {
+			return shim.DialHostRaw(ctx, sock, key, build, op)
+		}
 	}
 	h, err := helper.New(ctx, hc)
 	if err != nil && b.unsealShim(ctx) {

@@ -50,6 +50,12 @@ type Config struct {
 	// MaxConnections bounds the connections open in the target through
 	// DialTarget (zero: DefaultMaxConnections).
 	MaxConnections int
+	// RawDial, when set, opens a raw connection to the target for op
+	// ("dial PORT", "egress LISTENER CONN"; shim.DialHostRaw): DialTarget
+	// and the egress listeners try it first, and use a stream of the
+	// session when it fails with anything but the daemon's refusal
+	// (*shim.RawError).
+	RawDial func(ctx context.Context, op string) (*net.UnixConn, error)
 	// Restore, when set, is called when a new helper fails to start or to
 	// answer (the target restarted and lost the binary or the sandbox's
 	// directories, say); the start is then tried once more.
@@ -109,7 +115,8 @@ type conn struct {
 
 	mu        sync.Mutex
 	sess      *session
-	dialing   chan struct{} // closed when a dial in progress ends
+	dialing   chan struct{}     // closed when a dial in progress ends
+	raws      map[*rawConn]bool // raw connections open (Config.RawDial), closed with the client
 	closed    bool
 	closeOnce sync.Once
 }
@@ -199,9 +206,14 @@ func (cl *Client) Close() error {
 		c.closed = true
 		s := c.sess
 		c.sess = nil
+		raws := c.raws
+		c.raws = nil
 		c.mu.Unlock()
 		if s != nil {
 			s.kill(errors.New("closed"))
+		}
+		for r := range raws {
+			r.Close()
 		}
 	})
 	return nil

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pi-sandbox/pi-sandbox/ops"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -40,6 +41,31 @@ func (cl *Client) DialTarget(ctx context.Context, port int) (net.Conn, error) {
 		return nil, c.errorf("dial 127.0.0.1:%d: %d connections open, the most allowed", port, cap(c.dials))
 	}
 	release := sync.OnceFunc(func() { <-c.dials })
+	if rc, ok, err := c.rawDial(ctx, fmt.Sprintf("dial %d", port)); ok {
+		if err != nil {
+			release()
+			return nil, err
+		}
+		r := &rawConn{UnixConn: rc}
+		r.release = func() {
+			c.mu.Lock()
+			delete(c.raws, r)
+			c.mu.Unlock()
+			release()
+		}
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			r.Close()
+			return nil, c.errorf("dial 127.0.0.1:%d: %w: the client is closed", port, ops.ErrTransport)
+		}
+		if c.raws == nil {
+			c.raws = map[*rawConn]bool{}
+		}
+		c.raws[r] = true
+		c.mu.Unlock()
+		return r, nil
+	}
 	s, err := c.session(ctx)
 	if err != nil {
 		release()
@@ -157,3 +183,39 @@ func (d *dialConn) RemoteAddr() net.Addr {
 func (d *dialConn) SetDeadline(t time.Time) error      { return os.ErrNoDeadline }
 func (d *dialConn) SetReadDeadline(t time.Time) error  { return os.ErrNoDeadline }
 func (d *dialConn) SetWriteDeadline(t time.Time) error { return os.ErrNoDeadline }
+
+// rawDial opens a raw connection for op (Config.RawDial); ok is false
+// when the caller is to use a stream of the session instead (no raw
+// dialer, or it failed short of the daemon's answer).
+func (c *conn) rawDial(ctx context.Context, op string) (_ *net.UnixConn, ok bool, _ error) {
+	if c.cfg.RawDial == nil {
+		return nil, false, nil
+	}
+	rc, err := c.cfg.RawDial(ctx, op)
+	var re *shim.RawError
+	switch {
+	case err == nil:
+		return rc, true, nil
+	case errors.As(err, &re):
+		return nil, true, c.errorf("%s", re.Msg)
+	}
+	return nil, false, nil
+}
+
+// rawConn is a raw connection to the target (Config.RawDial), which
+// gives back its place among the connections when closed.
+type rawConn struct {
+	*net.UnixConn
+	release func()
+	once    sync.Once
+}
+
+// RawConn is the connection's socket, for copies the kernel can splice
+// (close the rawConn, not it).
+func (r *rawConn) RawConn() *net.UnixConn { return r.UnixConn }
+
+func (r *rawConn) Close() error {
+	err := r.UnixConn.Close()
+	r.once.Do(r.release)
+	return err
+}

@@ -130,6 +130,12 @@ func (l *egressListener) Accept() (net.Conn, error) {
 
 // claim opens the stream that carries accepted connection n.
 func (l *egressListener) claim(n uint64) (net.Conn, error) {
+	if rc, ok, err := l.c.rawDial(context.Background(), fmt.Sprintf("egress %d %d", l.id, n)); ok {
+		if err != nil {
+			return nil, err
+		}
+		return rc, nil
+	}
 	hdr, _ := json.Marshal(proto.EgressConnRequest{Listener: l.id, Conn: n})
 	sctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()

@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
+	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
 // The daemon's host socket (shim.HostDir): a client on the host connects
@@ -130,5 +132,104 @@ func TestHostSocketRefusesForeign(t *testing.T) {
 	// No daemon: refused, not foreign (the relay starts one).
 	if _, err := shim.DialHost(ctx, filepath.Join(t.TempDir(), "none.sock"), key, build); err == nil || errors.Is(err, shim.ErrHostForeign) {
 		t.Errorf("missing socket: got %v", err)
+	}
+}
+
+// hostClient is a client of hostDaemon's daemon over its host socket,
+// with raw connections (Config.RawDial).
+func hostClient(t *testing.T) *helper.Client {
+	t.Helper()
+	key := strings.Repeat("12", 32)
+	sock, build := hostDaemon(t, key)
+	c, err := helper.New(t.Context(), helper.Config{
+		Name: "host",
+		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
+			return shim.DialHost(ctx, sock, key, build)
+		},
+		RawDial: func(ctx context.Context, op string) (*net.UnixConn, error) {
+			return shim.DialHostRaw(ctx, sock, key, build, op)
+		},
+		Hello: proto.Hello{WorkDir: proto.Str(t.TempDir()), SpillDir: proto.Str(t.TempDir())},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestHostSocketRaw: DialTarget and an egress listener's connections go
+// over raw connections of the host socket (the socket itself, which the
+// kernel can splice), with half-closes both ways; a port nothing listens
+// on is the daemon's refusal, said at once.
+func TestHostSocketRaw(t *testing.T) {
+	c := hostClient(t)
+	srv, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	go func() {
+		for {
+			a, err := srv.Accept()
+			if err != nil {
+				return
+			}
+			go func() { io.Copy(a, a); a.(*net.TCPConn).CloseWrite() }()
+		}
+	}()
+	conn, err := c.DialTarget(t.Context(), srv.Addr().(*net.TCPAddr).Port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := conn.(interface{ RawConn() *net.UnixConn }); !ok {
+		t.Fatalf("DialTarget gave a %T, not a raw connection", conn)
+	}
+	payload := strings.Repeat("raw bytes ", 100000)
+	go func() {
+		io.WriteString(conn, payload)
+		conn.(interface{ CloseWrite() error }).CloseWrite()
+	}()
+	got, err := io.ReadAll(conn)
+	conn.Close()
+	if err != nil || string(got) != payload {
+		t.Fatalf("echo over the raw connection: %d bytes, %v; want %d", len(got), err, len(payload))
+	}
+
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := closed.Addr().(*net.TCPAddr).Port
+	closed.Close()
+	if _, err := c.DialTarget(t.Context(), port); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("dial of a closed port: %v, want connection refused", err)
+	}
+
+	ln, err := c.ListenTarget(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		a, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			return
+		}
+		io.WriteString(a, "from the target")
+		a.(*net.TCPConn).CloseWrite()
+		io.Copy(io.Discard, a)
+		a.Close()
+	}()
+	ac, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ac.Close()
+	if _, ok := ac.(*net.UnixConn); !ok {
+		t.Errorf("the egress listener gave a %T, not a raw connection", ac)
+	}
+	if b, err := io.ReadAll(ac); err != nil || string(b) != "from the target" {
+		t.Fatalf("egress connection: %q, %v", b, err)
 	}
 }

@@ -72,6 +72,53 @@ var ErrHostForeign = errors.New("the helper socket's peer is not the sandbox's h
 // are errors: the caller goes through the relay, which starts or replaces
 // the daemon.
 func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
+	c, err := dialHost(ctx, sock, key, build, "")
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// RawError is the daemon's refusal of a raw connection's operation (a
+// port nothing listens on, an egress connection gone): not a transport
+// failure.
+type RawError struct{ Msg string }
+
+func (e *RawError) Error() string { return e.Msg }
+
+// DialHostRaw is DialHost for a raw connection (daemon_raw.go): op is
+// "dial PORT" or "egress LISTENER CONN"; the connection returned carries
+// the target connection's bytes, and its CloseWrite half-closes it. The
+// daemon's refusal is a *RawError.
+func DialHostRaw(ctx context.Context, sock, key, build, op string) (*net.UnixConn, error) {
+	c, err := dialHost(ctx, sock, key, build, op)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(rawDialWait + preambleWait)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	c.SetDeadline(deadline)
+	line, err := readLine(c, 512)
+	c.SetDeadline(time.Time{})
+	switch {
+	case err != nil:
+		c.Close()
+		return nil, fmt.Errorf("shim: host socket %s: the answer to %q: %w", sock, op, err)
+	case line == "ok":
+		return c, nil
+	}
+	c.Close()
+	if msg, ok := strings.CutPrefix(line, "error: "); ok {
+		return nil, &RawError{Msg: msg}
+	}
+	return nil, fmt.Errorf("shim: host socket %s: the answer to %q is %.80q", sock, op, line)
+}
+
+// dialHost connects to the daemon at sock, sends the nonce (and op) and
+// checks the daemon's first line.
+func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, error) {
 	if key == "" || build == "" {
 		return nil, errors.New("shim: host socket: no key or build to check the daemon by")
 	}
@@ -81,7 +128,7 @@ func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
 		return nil, fmt.Errorf("shim: host socket: %w", err)
 	}
 	c := nc.(*net.UnixConn)
-	fail := func(err error) (net.Conn, error) {
+	fail := func(err error) (*net.UnixConn, error) {
 		c.Close()
 		return nil, fmt.Errorf("shim: host socket %s: %w", sock, err)
 	}
@@ -96,12 +143,16 @@ func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	nonce := hex.EncodeToString(rnd[:])
+	first := nonce
 	deadline := time.Now().Add(preambleWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
 	c.SetDeadline(deadline)
-	if _, err := fmt.Fprintf(c, "%s\n", nonce); err != nil {
+	if op != "" {
+		first += " " + op
+	}
+	if _, err := fmt.Fprintf(c, "%s\n", first); err != nil {
 		return fail(err)
 	}
 	line, err := readLine(c, 512)

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -220,14 +221,24 @@ func (d *daemon) serve(ln *net.UnixListener, host bool) {
 				d.mu.Unlock()
 			}()
 			c.SetReadDeadline(time.Now().Add(preambleWait))
-			nonce, err := readLine(c, 256)
+			line, err := readLine(c, 256)
 			c.SetReadDeadline(time.Time{})
 			if err != nil {
 				us.Close()
 				return
 			}
+			// The nonce, and on the host's socket an operation of a raw
+			// connection after it (daemon_raw.go).
+			nonce, op, _ := strings.Cut(line, " ")
 			pid := os.Getpid()
 			if _, err := fmt.Fprintf(c, "%s %s %d %s\n", daemonMagic, d.build, pid, proof(d.key, nonce, d.build, pid)); err != nil {
+				us.Close()
+				return
+			}
+			if op != "" {
+				if host {
+					serveRaw(c, op)
+				}
 				us.Close()
 				return
 			}

@@ -60,7 +60,9 @@ func (s *server) handleEgress(w http.ResponseWriter, r *http.Request) {
 	}
 	e.listeners[id] = l
 	e.mu.Unlock()
+	egressStates.Store(id, e)
 	defer func() {
+		egressStates.Delete(id)
 		ln.Close()
 		e.mu.Lock()
 		delete(e.listeners, id)
