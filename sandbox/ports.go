@@ -170,7 +170,7 @@ func (s *Sandbox) forwardOne(ctx context.Context, c net.Conn, port int) error {
 	// A raw connection's socket itself: TCP to unix socket and back, the
 	// kernel splices.
 	var tc net.Conn = t
-	if r, ok := t.(interface{ RawConn() *net.UnixConn }); ok {
+	if r, ok := t.(interface{ RawConn() *net.UnixConn }); ok && r.RawConn() != nil {
 		tc = r.RawConn()
 	}
 	done := make(chan error, 1)

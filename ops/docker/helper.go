@@ -69,7 +69,7 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 		// Tunnels and egress connections on raw connections of the
 		// host socket: no HTTP/2 framing between the two ends.
 		sock, key, build := b.hostSock, b.helperKey, b.sf.up.Sum
-		hc.RawDial = func(ctx context.Context, op string) (*net.UnixConn, error) {
+		hc.RawDial = func(ctx context.Context, op string) (net.Conn, error) {
 			return shim.DialHostRaw(ctx, sock, key, build, op)
 		}
 	}

@@ -55,7 +55,7 @@ type Config struct {
 	// and the egress listeners try it first, and use a stream of the
 	// session when it fails with anything but the daemon's refusal
 	// (*shim.RawError).
-	RawDial func(ctx context.Context, op string) (*net.UnixConn, error)
+	RawDial func(ctx context.Context, op string) (net.Conn, error)
 	// Restore, when set, is called when a new helper fails to start or to
 	// answer (the target restarted and lost the binary or the sandbox's
 	// directories, say); the start is then tried once more.

@@ -46,7 +46,7 @@ func (cl *Client) DialTarget(ctx context.Context, port int) (net.Conn, error) {
 			release()
 			return nil, err
 		}
-		r := &rawConn{UnixConn: rc}
+		r := &rawConn{Conn: rc}
 		r.release = func() {
 			c.mu.Lock()
 			delete(c.raws, r)
@@ -187,7 +187,7 @@ func (d *dialConn) SetWriteDeadline(t time.Time) error { return os.ErrNoDeadline
 // rawDial opens a raw connection for op (Config.RawDial); ok is false
 // when the caller is to use a stream of the session instead (no raw
 // dialer, or it failed short of the daemon's answer).
-func (c *conn) rawDial(ctx context.Context, op string) (_ *net.UnixConn, ok bool, _ error) {
+func (c *conn) rawDial(ctx context.Context, op string) (_ net.Conn, ok bool, _ error) {
 	if c.cfg.RawDial == nil {
 		return nil, false, nil
 	}
@@ -205,17 +205,29 @@ func (c *conn) rawDial(ctx context.Context, op string) (_ *net.UnixConn, ok bool
 // rawConn is a raw connection to the target (Config.RawDial), which
 // gives back its place among the connections when closed.
 type rawConn struct {
-	*net.UnixConn
+	net.Conn
 	release func()
 	once    sync.Once
 }
 
 // RawConn is the connection's socket, for copies the kernel can splice
-// (close the rawConn, not it).
-func (r *rawConn) RawConn() *net.UnixConn { return r.UnixConn }
+// (close the rawConn, not it); nil when some of its bytes were read
+// already.
+func (r *rawConn) RawConn() *net.UnixConn {
+	u, _ := r.Conn.(*net.UnixConn)
+	return u
+}
+
+// CloseWrite half-closes the connection.
+func (r *rawConn) CloseWrite() error {
+	if cw, ok := r.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return r.Conn.Close()
+}
 
 func (r *rawConn) Close() error {
-	err := r.UnixConn.Close()
+	err := r.Conn.Close()
 	r.once.Do(r.release)
 	return err
 }

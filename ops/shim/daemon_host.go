@@ -1,12 +1,14 @@
 package shim
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -72,11 +74,11 @@ var ErrHostForeign = errors.New("the helper socket's peer is not the sandbox's h
 // are errors: the caller goes through the relay, which starts or replaces
 // the daemon.
 func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
-	c, err := dialHost(ctx, sock, key, build, "")
+	c, _, rest, err := dialHost(ctx, sock, key, build, "")
 	if err != nil {
 		return nil, err
 	}
-	return c, nil
+	return withRest(c, rest), nil
 }
 
 // RawError is the daemon's refusal of a raw connection's operation (a
@@ -90,47 +92,86 @@ func (e *RawError) Error() string { return e.Msg }
 // "dial PORT" or "egress LISTENER CONN"; the connection returned carries
 // the target connection's bytes, and its CloseWrite half-closes it. The
 // daemon's refusal is a *RawError.
-func DialHostRaw(ctx context.Context, sock, key, build, op string) (*net.UnixConn, error) {
-	c, err := dialHost(ctx, sock, key, build, op)
+func DialHostRaw(ctx context.Context, sock, key, build, op string) (net.Conn, error) {
+	c, lines, rest, err := dialHost(ctx, sock, key, build, op)
 	if err != nil {
 		return nil, err
 	}
-	deadline := time.Now().Add(rawDialWait + preambleWait)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	c.SetDeadline(deadline)
-	line, err := readLine(c, 512)
-	c.SetDeadline(time.Time{})
-	switch {
-	case err != nil:
-		c.Close()
-		return nil, fmt.Errorf("shim: host socket %s: the answer to %q: %w", sock, op, err)
+	switch line := lines[1]; {
 	case line == "ok":
-		return c, nil
+		return withRest(c, rest), nil
+	case strings.HasPrefix(line, "error: "):
+		c.Close()
+		return nil, &RawError{Msg: strings.TrimPrefix(line, "error: ")}
+	default:
+		c.Close()
+		return nil, fmt.Errorf("shim: host socket %s: the answer to %q is %.80q", sock, op, line)
 	}
-	c.Close()
-	if msg, ok := strings.CutPrefix(line, "error: "); ok {
-		return nil, &RawError{Msg: msg}
+}
+
+// withRest is c with rest, read already, before what follows.
+func withRest(c *net.UnixConn, rest []byte) net.Conn {
+	if len(rest) == 0 {
+		return c
 	}
-	return nil, fmt.Errorf("shim: host socket %s: the answer to %q is %.80q", sock, op, line)
+	return &restConn{UnixConn: c, r: io.MultiReader(bytes.NewReader(rest), c)}
+}
+
+// restConn is a connection whose first bytes were read already.
+type restConn struct {
+	*net.UnixConn
+	r io.Reader
+}
+
+func (c *restConn) Read(p []byte) (int, error) { return c.r.Read(p) }
+
+// readLines reads n lines of at most max bytes each from c, in as few
+// reads as it can, and returns them with the bytes read after them.
+func readLines(c net.Conn, n, max int) (lines []string, rest []byte, err error) {
+	var buf []byte
+	tmp := make([]byte, 1024)
+	for {
+		for len(lines) < n {
+			i := bytes.IndexByte(buf, '\n')
+			if i < 0 {
+				break
+			}
+			if i > max {
+				return nil, nil, errors.New("line too long")
+			}
+			lines = append(lines, string(buf[:i]))
+			buf = buf[i+1:]
+		}
+		if len(lines) == n {
+			return lines, buf, nil
+		}
+		if len(buf) > max {
+			return nil, nil, errors.New("line too long")
+		}
+		m, err := c.Read(tmp)
+		buf = append(buf, tmp[:m]...)
+		if err != nil && m == 0 {
+			return nil, nil, err
+		}
+	}
 }
 
 // dialHost connects to the daemon at sock, sends the nonce (and op) and
-// checks the daemon's first line.
-func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, error) {
+// checks the daemon's first line; with op it reads the answer's line too.
+// It returns the lines and what came after them.
+func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, []string, []byte, error) {
 	if key == "" || build == "" {
-		return nil, errors.New("shim: host socket: no key or build to check the daemon by")
+		return nil, nil, nil, errors.New("shim: host socket: no key or build to check the daemon by")
 	}
 	var dl net.Dialer
 	nc, err := dl.DialContext(ctx, "unix", sock)
 	if err != nil {
-		return nil, fmt.Errorf("shim: host socket: %w", err)
+		return nil, nil, nil, fmt.Errorf("shim: host socket: %w", err)
 	}
 	c := nc.(*net.UnixConn)
-	fail := func(err error) (*net.UnixConn, error) {
+	fail := func(err error) (*net.UnixConn, []string, []byte, error) {
 		c.Close()
-		return nil, fmt.Errorf("shim: host socket %s: %w", sock, err)
+		return nil, nil, nil, fmt.Errorf("shim: host socket %s: %w", sock, err)
 	}
 	_, peer, err := peerCred(c)
 	if err != nil {
@@ -155,11 +196,18 @@ func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, 
 	if _, err := fmt.Fprintf(c, "%s\n", first); err != nil {
 		return fail(err)
 	}
-	line, err := readLine(c, 512)
+	want := 1
+	if op != "" {
+		// The answer comes after a dial in the target.
+		want = 2
+		c.SetDeadline(deadline.Add(rawDialWait))
+	}
+	lines, rest, err := readLines(c, want, 512)
 	if err != nil {
 		return fail(fmt.Errorf("its first line: %w", err))
 	}
 	c.SetDeadline(time.Time{})
+	line := lines[0]
 	f := strings.Fields(line)
 	if len(f) != 4 || f[0] != daemonMagic {
 		return fail(fmt.Errorf("%w (its first line is %.80q)", ErrHostForeign, line))
@@ -176,7 +224,7 @@ func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, 
 	if !hmac.Equal([]byte(f[3]), []byte(proof([]byte(key), nonce, f[1], pid))) {
 		return fail(fmt.Errorf("%w: no proof of the sandbox's key", ErrHostForeign))
 	}
-	return c, nil
+	return c, lines, rest, nil
 }
 
 // innerPID is the pid, in its innermost pid namespace, of the process

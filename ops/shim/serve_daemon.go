@@ -221,12 +221,14 @@ func (d *daemon) serve(ln *net.UnixListener, host bool) {
 				d.mu.Unlock()
 			}()
 			c.SetReadDeadline(time.Now().Add(preambleWait))
-			line, err := readLine(c, 256)
+			// The client sends nothing more before the daemon's line.
+			lines, rest, err := readLines(c, 1, 256)
 			c.SetReadDeadline(time.Time{})
-			if err != nil {
+			if err != nil || len(rest) != 0 {
 				us.Close()
 				return
 			}
+			line := lines[0]
 			// The nonce, and on the host's socket an operation of a raw
 			// connection after it (daemon_raw.go).
 			nonce, op, _ := strings.Cut(line, " ")
