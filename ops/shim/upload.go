@@ -70,7 +70,7 @@ func ReadUpload(path string) (*Upload, error) {
 	diskKey := probecache.Key("shim-sum", key.path, strconv.FormatUint(key.dev, 10), strconv.FormatUint(key.ino, 10),
 		strconv.FormatInt(key.size, 10), strconv.FormatInt(key.mtim, 10), strconv.FormatInt(key.ctim, 10))
 	if key.ino != 0 {
-		if b, ok := probecache.Load(diskKey); ok && len(b) == 64 && strings.Trim(string(b), "0123456789abcdef") == "" {
+		if b, ok := probecache.Sums.Load(diskKey); ok && len(b) == 64 && strings.Trim(string(b), "0123456789abcdef") == "" {
 			u = &Upload{Path: path, Size: key.size, Sum: string(b)}
 		}
 	}
@@ -82,7 +82,7 @@ func ReadUpload(path string) (*Upload, error) {
 		}
 		u = &Upload{Path: path, Size: n, Sum: hex.EncodeToString(h.Sum(nil))}
 		if key.ino != 0 && n == key.size {
-			probecache.Store(diskKey, []byte(u.Sum))
+			probecache.Sums.Store(diskKey, []byte(u.Sum))
 		}
 	}
 	uploadsMu.Lock()

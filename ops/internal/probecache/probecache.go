@@ -5,10 +5,10 @@
 // (the sandbox's identity and start time, the probe's arguments, the
 // helper binary's name); a client that finds an entry wrong drops it and
 // probes again. Entries are small files under the user's cache directory
-// (0600 in a 0700 directory), never in the target. The same store keeps
-// the SHA-256 of a version of a helper binary (shim.ReadUpload: keyed by
-// its path, inode, size, mtime and ctime), which a CLI call would
-// otherwise hash again.
+// (0600 in a 0700 directory), never in the target: the probes in Probes,
+// and in Sums the SHA-256 of a version of a helper binary
+// (shim.ReadUpload: keyed by its path, inode, size, mtime and ctime),
+// which a CLI call would otherwise hash again.
 package probecache
 
 import (
@@ -37,17 +37,26 @@ func Key(parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
-func dir() (string, error) {
+// Dir is one directory of entries under the user's cache directory.
+type Dir string
+
+// The directories: kept probes, and helper binaries' sums.
+const (
+	Probes Dir = "probe"
+	Sums   Dir = "sum"
+)
+
+func (dn Dir) path() (string, error) {
 	d, err := os.UserCacheDir()
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(d, "pi-sandbox", "probe"), nil
+	return filepath.Join(d, "pi-sandbox", string(dn)), nil
 }
 
 // Load returns the entry of key, if there is one.
-func Load(key string) ([]byte, bool) {
-	d, err := dir()
+func (dn Dir) Load(key string) ([]byte, bool) {
+	d, err := dn.path()
 	if err != nil {
 		return nil, false
 	}
@@ -67,11 +76,11 @@ func Load(key string) ([]byte, bool) {
 
 // Store writes the entry of key (an entry over the bound is not kept).
 // Failures are ignored: the cache only saves time.
-func Store(key string, out []byte) {
+func (dn Dir) Store(key string, out []byte) {
 	if len(out) == 0 || len(out) > maxEntry {
 		return
 	}
-	d, err := dir()
+	d, err := dn.path()
 	if err != nil || os.MkdirAll(d, 0o700) != nil {
 		return
 	}
@@ -88,8 +97,8 @@ func Store(key string, out []byte) {
 }
 
 // Drop removes the entry of key.
-func Drop(key string) {
-	if d, err := dir(); err == nil {
+func (dn Dir) Drop(key string) {
+	if d, err := dn.path(); err == nil {
 		os.Remove(filepath.Join(d, key))
 	}
 }
@@ -130,7 +139,7 @@ func (k *Kept) Probe(run func() ([]byte, error), args ...string) ([]byte, error)
 	if k.key != "" {
 		k.key = Key(append([]string{k.key}, args...)...)
 		if k.reuse {
-			if out, ok := Load(k.key); ok {
+			if out, ok := Probes.Load(k.key); ok {
 				k.out, k.cached = out, true
 				return out, nil
 			}
@@ -152,7 +161,7 @@ func (k *Kept) Probe(run func() ([]byte, error), args ...string) ([]byte, error)
 func Open[B any](open func(reuse bool) (B, *Kept, error), shim func(B) string) (B, error) {
 	b, k, err := open(true)
 	if err != nil && k != nil && k.cached {
-		Drop(k.key)
+		Probes.Drop(k.key)
 		b, k, err = open(false)
 	}
 	if err != nil {
@@ -163,7 +172,7 @@ func Open[B any](open func(reuse bool) (B, *Kept, error), shim func(B) string) (
 		if p := shim(b); p != "" {
 			// The shim as it is now (uploaded after the probe, or again
 			// by a restore): a later line wins.
-			Store(k.key, append(bytes.Clone(k.out), "\nshim="+p+"\n"...))
+			Probes.Store(k.key, append(bytes.Clone(k.out), "\nshim="+p+"\n"...))
 		}
 	}
 	return b, nil
