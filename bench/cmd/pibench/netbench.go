@@ -217,10 +217,14 @@ func egressRows(ctx context.Context, o *options, p *progress, id string, n int, 
 	}
 	body, big := make([]byte, 1024), make([]byte, bulk)
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// With its length, as the target's httpd sends a file (not
+		// chunked).
 		if r.URL.Path == "/bulk" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(big)))
 			w.Write(big)
 			return
 		}
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
 		w.Write(body)
 	}), ReadHeaderTimeout: 10 * time.Second}
 	go srv.Serve(ln)
