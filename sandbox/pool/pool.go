@@ -16,7 +16,8 @@ type Pool struct {
 	Name string
 	// Config is the members' configuration as docker.Up takes it; Mounts
 	// are refused (every claim would share them). Its Client, when set,
-	// is used for every engine call.
+	// is used for every engine call, the claimed sandboxes' too (so it
+	// must outlive them).
 	Config docker.Config
 	// Size is the number of idle members Fill and Keep keep.
 	Size int
@@ -69,7 +70,9 @@ func (p *Pool) Claim(ctx context.Context, cfg sandbox.Config) (*sandbox.Sandbox,
 	if err != nil {
 		return nil, err
 	}
-	b, err := docker.New(ctx, docker.Config{Container: id, ShimBinary: p.Config.ShimBinary, RemoveOnClose: true})
+	// The pool's own client, when it has one, serves the sandbox too (it
+	// outlives the sandbox): no new connection to the engine per claim.
+	b, err := docker.New(ctx, docker.Config{Container: id, Client: p.Config.Client, ShimBinary: p.Config.ShimBinary, RemoveOnClose: true})
 	if err != nil {
 		downID(id)
 		return nil, err
