@@ -103,6 +103,21 @@ while (my $c = $s->accept) { my $n = <$c>; print $c "pi-sandbox-helper 00 7 00\n
 		t.Errorf("Info.Limits %q does not say the host socket was refused", info.Limits)
 	}
 
+	// The socket's name made a link to a socket of the host (resolved on
+	// the host when it connects): the engine's own socket is sent nothing.
+	b = newBackend(t, docker.Config{Container: id})
+	if err := b.Run(ctx, &ops.Cmd{Command: "ln -sfn /var/run/docker.sock " + shim.HostDir + "/" + shim.HostSocket, Output: os.Stderr}); err != nil {
+		t.Fatalf("link: %v", err)
+	}
+	b.Close()
+	out, info = run("with the socket's name a link to the engine's socket", "echo relayed")
+	if out != "relayed\n" {
+		t.Fatalf("output %q", out)
+	}
+	if !strings.Contains(strings.Join(info.Limits, "\n"), "pid namespace") {
+		t.Errorf("Info.Limits %q does not say the host socket's peer is in another pid namespace", info.Limits)
+	}
+
 	if _, errs, code := pi(t, "", "down", id); code != 0 {
 		t.Fatalf("down: %d %s", code, errs)
 	}

@@ -40,15 +40,15 @@ type Backend struct {
 	mu        sync.Mutex
 	exposed   bool // a relay was dumpable at its start: the key was not sent
 	// hostSock is the host path of an up sandbox's daemon socket
-	// (hostsock.go; "" without one); hostSockErr why its peer was not
-	// trusted.
-	hostSock, hostSockErr string
-	user                  string // exec user ("" = the container's)
-	env                   []string
-	info                  ops.Info
-	stateDir              string // the sandbox's own directory in the container
-	runDir                string // per-call pid files
-	shimPath              string // the shim in the container, "" without
+	// (hostsock.go; "" without one), hostPidNS the container's pid
+	// namespace, hostSockErr why its peer was not trusted.
+	hostSock, hostPidNS, hostSockErr string
+	user                             string // exec user ("" = the container's)
+	env                              []string
+	info                             ops.Info
+	stateDir                         string // the sandbox's own directory in the container
+	runDir                           string // per-call pid files
+	shimPath                         string // the shim in the container, "" without
 	// helperMounted: the container is ours and has the host's helper
 	// cache mounted at helperDir.
 	helperMounted bool
@@ -159,7 +159,7 @@ func open(ctx context.Context, cfg Config, reuse bool) (*Backend, error) {
 		}
 		if c := res.Container.Config; c != nil && c.Labels[LabelManaged] == "true" && c.Labels[LabelKind] == KindSandbox {
 			b.up, b.helperKey = true, c.Labels[LabelHelperKey]
-			b.hostSock = hostSockOf(res.Container.Mounts)
+			b.hostSock, b.hostPidNS = hostSockOf(res.Container)
 			if b.helperKey != "" && !cfg.NoHelper {
 				b.kept.Use(reuse, "docker", cli.DaemonHost(), b.id, b.startedAt, cfg.User, cfg.WorkDir)
 			}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,7 +19,6 @@ import (
 	"github.com/pi-sandbox/pi-sandbox/ops/helper"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/dispatch"
 	"github.com/pi-sandbox/pi-sandbox/ops/internal/shellproc"
-	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 	"github.com/pi-sandbox/pi-sandbox/ops/shim/proto"
 )
 
@@ -65,13 +63,10 @@ func (b *Backend) startHelper(ctx context.Context, cfg *Config, open io.ReadWrit
 		Explain: b.explainLost,
 		Hello:   proto.Hello{WorkDir: proto.Str(b.info.WorkDir), SpillDir: proto.Str(b.info.SpillDir), Shell: proto.Str(b.info.Shell), Env: proto.Strs(b.env), MaxBackground: cfg.MaxBackground, OOMCounter: true},
 	}
-	if b.hostSock != "" && b.helperKey != "" && b.sf != nil && b.sf.up != nil {
+	if hd, ok := b.hostDaemon(); ok {
 		// Tunnels and egress connections on raw connections of the
 		// host socket: no HTTP/2 framing between the two ends.
-		sock, key, build := b.hostSock, b.helperKey, b.sf.up.Sum
-		hc.RawDial = func(ctx context.Context, op string) (net.Conn, error) {
-			return shim.DialHostRaw(ctx, sock, key, build, op)
-		}
+		hc.RawDial = hd.DialRaw
 	}
 	h, err := helper.New(ctx, hc)
 	if err != nil && b.unsealShim(ctx) {

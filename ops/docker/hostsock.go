@@ -96,24 +96,33 @@ func removeHostSock(dir string) {
 }
 
 // hostSockOf is the host path of the daemon's socket in a container of
-// ours with these mounts ("" without one).
-func hostSockOf(mounts []container.MountPoint) string {
-	for _, m := range mounts {
+// ours (res) and the container's pid namespace, "" without one (or when
+// its init is not visible from here).
+func hostSockOf(res container.InspectResponse) (sock, pidNS string) {
+	if res.State == nil || res.State.Pid <= 0 {
+		return "", ""
+	}
+	for _, m := range res.Mounts {
 		if m.Type == mount.TypeBind && m.Destination == shim.HostDir && filepath.IsAbs(m.Source) {
-			return filepath.Join(m.Source, shim.HostSocket)
+			ns, err := shim.PidNS(res.State.Pid)
+			if err != nil {
+				return "", ""
+			}
+			return filepath.Join(m.Source, shim.HostSocket), ns
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // dialHostSock connects to the up sandbox's daemon through its host
 // socket; ok is false when the relay is to be used instead (no socket, no
 // daemon listening, or one that failed a check).
 func (b *Backend) dialHostSock(ctx context.Context) (net.Conn, bool) {
-	if b.hostSock == "" || b.helperKey == "" || b.sf == nil || b.sf.up == nil {
+	hd, ok := b.hostDaemon()
+	if !ok {
 		return nil, false
 	}
-	nc, err := shim.DialHost(ctx, b.hostSock, b.helperKey, b.sf.up.Sum)
+	nc, err := hd.Dial(ctx)
 	if err != nil {
 		if errors.Is(err, shim.ErrHostForeign) {
 			b.mu.Lock()
@@ -166,4 +175,13 @@ func pruneHostSocksOf(ctx context.Context, cli *client.Client) {
 		}
 	}
 	pruneHostSocks(keep)
+}
+
+// hostDaemon is the up sandbox's daemon on its host socket; false without
+// one.
+func (b *Backend) hostDaemon() (shim.HostDaemon, bool) {
+	if b.hostSock == "" || b.hostPidNS == "" || b.helperKey == "" || b.sf == nil || b.sf.up == nil {
+		return shim.HostDaemon{}, false
+	}
+	return shim.HostDaemon{Sock: b.hostSock, Key: b.helperKey, Build: b.sf.up.Sum, PidNS: b.hostPidNS}, true
 }

@@ -25,8 +25,9 @@ import (
 // without an exec, and trusts only the sandbox's daemon of its build.
 
 // hostDaemon starts `__shim serve --listen` with key and a host socket
-// directory, and returns the host socket's path and the build.
-func hostDaemon(t *testing.T, key string) (sock, build string) {
+// directory, and returns how to reach it (the daemon runs in this
+// process's pid namespace).
+func hostDaemon(t *testing.T, key string) shim.HostDaemon {
 	t.Helper()
 	exe := testExe(t)
 	data, err := os.ReadFile(exe)
@@ -69,14 +70,17 @@ func hostDaemon(t *testing.T, key string) (sock, build string) {
 	if err != nil || strings.TrimSpace(string(ready)) != "ok" {
 		t.Fatalf("daemon: %q %v", ready, err)
 	}
-	return filepath.Join(hdir, shim.HostSocket), hex.EncodeToString(sum[:])
+	ns, err := shim.PidNS(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return shim.HostDaemon{Sock: filepath.Join(hdir, shim.HostSocket), Key: key, Build: hex.EncodeToString(sum[:]), PidNS: ns}
 }
 
 func TestHostSocketServes(t *testing.T) {
-	key := strings.Repeat("ab", 32)
-	sock, build := hostDaemon(t, key)
+	hd := hostDaemon(t, strings.Repeat("ab", 32))
 	c := relayClientDial(t, func(ctx context.Context) (io.ReadWriteCloser, error) {
-		return shim.DialHost(ctx, sock, key, build)
+		return hd.Dial(ctx)
 	}, 0)
 	out := runOut(t, c, "echo host-socket")
 	if out != "host-socket\n" {
@@ -85,15 +89,13 @@ func TestHostSocketServes(t *testing.T) {
 }
 
 func TestHostSocketRefusesForeign(t *testing.T) {
-	key := strings.Repeat("cd", 32)
-	sock, build := hostDaemon(t, key)
+	hd := hostDaemon(t, strings.Repeat("cd", 32))
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	for name, args := range map[string][2]string{
-		"wrong key":   {strings.Repeat("ef", 32), build},
-		"other build": {key, strings.Repeat("0", 64)},
-	} {
-		if c, err := shim.DialHost(ctx, sock, args[0], args[1]); !errors.Is(err, shim.ErrHostForeign) {
+	wrongKey, otherBuild := hd, hd
+	wrongKey.Key, otherBuild.Build = strings.Repeat("ef", 32), strings.Repeat("0", 64)
+	for name, h := range map[string]shim.HostDaemon{"wrong key": wrongKey, "other build": otherBuild} {
+		if c, err := h.Dial(ctx); !errors.Is(err, shim.ErrHostForeign) {
 			if c != nil {
 				c.Close()
 			}
@@ -109,29 +111,48 @@ func TestHostSocketRefusesForeign(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	got := make(chan int, 16)
 	go func() {
 		for {
 			a, err := ln.Accept()
 			if err != nil {
 				return
 			}
-			b, err := net.Dial("unix", sock)
+			b, err := net.Dial("unix", hd.Sock)
 			if err != nil {
 				a.Close()
 				return
 			}
-			go func() { io.Copy(b, a); b.Close() }()
+			go func() { n, _ := io.Copy(b, a); got <- int(n); b.Close() }()
 			go func() { io.Copy(a, b); a.Close() }()
 		}
 	}()
-	if c, err := shim.DialHost(ctx, mitm, key, build); !errors.Is(err, shim.ErrHostForeign) || !strings.Contains(err.Error(), "pid") {
+	relayed := hd
+	relayed.Sock = mitm
+	if c, err := relayed.Dial(ctx); !errors.Is(err, shim.ErrHostForeign) || !strings.Contains(err.Error(), "pid") {
 		if c != nil {
 			c.Close()
 		}
 		t.Errorf("relaying listener: got %v, want ErrHostForeign naming the pid", err)
 	}
+	<-got
+	// A socket of another pid namespace (the sandbox user may make the
+	// name a link to any socket of the host) is sent nothing.
+	otherNS := relayed
+	otherNS.PidNS = "pid:[1]"
+	if c, err := otherNS.Dial(ctx); !errors.Is(err, shim.ErrHostForeign) || !strings.Contains(err.Error(), "namespace") {
+		if c != nil {
+			c.Close()
+		}
+		t.Errorf("peer in another pid namespace: got %v, want ErrHostForeign naming the namespace", err)
+	}
+	if n := <-got; n != 0 {
+		t.Errorf("%d bytes were sent to a peer of another pid namespace", n)
+	}
 	// No daemon: refused, not foreign (the relay starts one).
-	if _, err := shim.DialHost(ctx, filepath.Join(t.TempDir(), "none.sock"), key, build); err == nil || errors.Is(err, shim.ErrHostForeign) {
+	none := hd
+	none.Sock = filepath.Join(t.TempDir(), "none.sock")
+	if _, err := none.Dial(ctx); err == nil || errors.Is(err, shim.ErrHostForeign) {
 		t.Errorf("missing socket: got %v", err)
 	}
 }
@@ -140,17 +161,14 @@ func TestHostSocketRefusesForeign(t *testing.T) {
 // with raw connections (Config.RawDial).
 func hostClient(t *testing.T) *helper.Client {
 	t.Helper()
-	key := strings.Repeat("12", 32)
-	sock, build := hostDaemon(t, key)
+	hd := hostDaemon(t, strings.Repeat("12", 32))
 	c, err := helper.New(t.Context(), helper.Config{
 		Name: "host",
 		Dial: func(ctx context.Context) (io.ReadWriteCloser, error) {
-			return shim.DialHost(ctx, sock, key, build)
+			return hd.Dial(ctx)
 		},
-		RawDial: func(ctx context.Context, op string) (net.Conn, error) {
-			return shim.DialHostRaw(ctx, sock, key, build, op)
-		},
-		Hello: proto.Hello{WorkDir: proto.Str(t.TempDir()), SpillDir: proto.Str(t.TempDir())},
+		RawDial: hd.DialRaw,
+		Hello:   proto.Hello{WorkDir: proto.Str(t.TempDir()), SpillDir: proto.Str(t.TempDir())},
 	})
 	if err != nil {
 		t.Fatal(err)

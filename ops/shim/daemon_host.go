@@ -23,7 +23,7 @@ import (
 // 0700): the helper daemon listens there too (HostSocket), so a client on
 // the host reaches it with a connect instead of an exec. Such a client
 // trusts only a daemon that proves the sandbox's helper key and whose pid
-// is the socket peer's (DialHost).
+// is the socket peer's (HostDaemon.Dial).
 const HostDir = "/run/pi-sandbox-host"
 
 // HostDirEnv, in the daemon's environment, names another directory than
@@ -60,21 +60,36 @@ func (d *daemon) listenHost(dir string) error {
 }
 
 // ErrHostForeign marks a socket whose peer is not the sandbox's helper
-// daemon of the expected build (DialHost).
+// daemon of the expected build (HostDaemon).
 var ErrHostForeign = errors.New("the helper socket's peer is not the sandbox's helper daemon")
 
-// DialHost connects, from the host, to the helper daemon listening at
-// sock (a HostSocket in a host directory mounted at HostDir): the daemon
-// must run build (the hex SHA-256 of its binary, or the prefix of it in
-// the binary's name), answer the nonce with
-// the proof of key, and be the socket's peer — its pid in the container's
-// namespace (its line) is the last NSpid of the peer's host pid. What the
-// connection then carries is one helper session, as on the relay's stdio.
-// Refused or missing sockets (no daemon) and a peer that fails a check
-// are errors: the caller goes through the relay, which starts or replaces
-// the daemon.
-func DialHost(ctx context.Context, sock, key, build string) (net.Conn, error) {
-	c, _, rest, err := dialHost(ctx, sock, key, build, "")
+// HostDaemon is a helper daemon's socket on the host (a HostSocket in a
+// host directory mounted at HostDir) and what its peer must be.
+type HostDaemon struct {
+	Sock  string // the socket's path on this host
+	Key   string // the sandbox's helper key, which the daemon proves
+	Build string // the hex SHA-256 of the daemon's binary
+	// PidNS is the container's pid namespace (PidNS of its init): a peer
+	// in another one is not sent a byte (the sandbox user may have made
+	// the socket's name a link to another socket of this host).
+	PidNS string
+}
+
+// PidNS is the pid namespace of process pid of this host ("pid:[N]").
+func PidNS(pid int) (string, error) {
+	return os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+}
+
+// Dial connects to the daemon: it must be in h.PidNS, run h.Build (the
+// hex SHA-256 of its binary, or the prefix of it in the binary's name),
+// answer the nonce with the proof of h.Key, and be the socket's peer —
+// its pid in the container's namespace (its line) is the last NSpid of
+// the peer's host pid. What the connection then carries is one helper
+// session, as on the relay's stdio. Refused or missing sockets (no
+// daemon) and a peer that fails a check are errors: the caller goes
+// through the relay, which starts or replaces the daemon.
+func (h HostDaemon) Dial(ctx context.Context) (net.Conn, error) {
+	c, _, rest, err := h.dial(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -88,12 +103,12 @@ type RawError struct{ Msg string }
 
 func (e *RawError) Error() string { return e.Msg }
 
-// DialHostRaw is DialHost for a raw connection (daemon_raw.go): op is
+// DialRaw is Dial for a raw connection (daemon_raw.go): op is
 // "dial PORT" or "egress LISTENER CONN"; the connection returned carries
 // the target connection's bytes, and its CloseWrite half-closes it. The
 // daemon's refusal is a *RawError.
-func DialHostRaw(ctx context.Context, sock, key, build, op string) (net.Conn, error) {
-	c, lines, rest, err := dialHost(ctx, sock, key, build, op)
+func (h HostDaemon) DialRaw(ctx context.Context, op string) (net.Conn, error) {
+	c, lines, rest, err := h.dial(ctx, op)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +120,7 @@ func DialHostRaw(ctx context.Context, sock, key, build, op string) (net.Conn, er
 		return nil, &RawError{Msg: strings.TrimPrefix(line, "error: ")}
 	default:
 		c.Close()
-		return nil, fmt.Errorf("shim: host socket %s: the answer to %q is %.80q", sock, op, line)
+		return nil, fmt.Errorf("shim: host socket %s: the answer to %q is %.80q", h.Sock, op, line)
 	}
 }
 
@@ -156,12 +171,13 @@ func readLines(c net.Conn, n, max int) (lines []string, rest []byte, err error) 
 	}
 }
 
-// dialHost connects to the daemon at sock, sends the nonce (and op) and
-// checks the daemon's first line; with op it reads the answer's line too.
-// It returns the lines and what came after them.
-func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, []string, []byte, error) {
-	if key == "" || build == "" {
-		return nil, nil, nil, errors.New("shim: host socket: no key or build to check the daemon by")
+// dial connects to the daemon, sends the nonce (and op) and checks the
+// daemon's first line; with op it reads the answer's line too. It returns
+// the lines and what came after them.
+func (h HostDaemon) dial(ctx context.Context, op string) (*net.UnixConn, []string, []byte, error) {
+	sock, key, build := h.Sock, h.Key, h.Build
+	if key == "" || build == "" || h.PidNS == "" {
+		return nil, nil, nil, errors.New("shim: host socket: no key, build or pid namespace to check the daemon by")
 	}
 	var dl net.Dialer
 	nc, err := dl.DialContext(ctx, "unix", sock)
@@ -176,6 +192,9 @@ func dialHost(ctx context.Context, sock, key, build, op string) (*net.UnixConn, 
 	_, peer, err := peerCred(c)
 	if err != nil {
 		return fail(err)
+	}
+	if ns, err := PidNS(peer); err != nil || ns != h.PidNS {
+		return fail(fmt.Errorf("%w: its peer (pid %d here) is not in the container's pid namespace", ErrHostForeign, peer))
 	}
 	nspid, err := innerPID(peer)
 	if err != nil {
