@@ -123,7 +123,8 @@ func (p *egressProxy) forward(c net.Conn, req *http.Request, up *countConn, host
 	req.Close = true
 	werr := make(chan error, 1)
 	go func() { werr <- req.Write(up) }()
-	resp, err := http.ReadResponse(bufio.NewReader(up), req)
+	br := bufio.NewReader(up)
+	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		msg := fmt.Sprintf("pi-sandbox: egress to %s failed: the server's answer: %s", hostPort(host, port), err)
 		if werr := <-werr; werr != nil {
@@ -134,6 +135,11 @@ func (p *egressProxy) forward(c net.Conn, req *http.Request, up *countConn, host
 	}
 	defer resp.Body.Close()
 	resp.Close = true
+	if spliceBody(c, req, resp, br, up) {
+		up.Close()
+		<-werr
+		return resp.StatusCode, ""
+	}
 	if err := resp.Write(bigWriter{c}); err != nil {
 		up.Close()
 	}

@@ -140,6 +140,10 @@ type restConn struct {
 
 func (c *restConn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
+// Socket is the connection's socket, for writes the kernel can splice
+// into (reads go through Read).
+func (c *restConn) Socket() *net.UnixConn { return c.UnixConn }
+
 // readLines reads n lines of at most max bytes each from c, in as few
 // reads as it can, and returns them with the bytes read after them.
 func readLines(c net.Conn, n, max int) (lines []string, rest []byte, err error) {
