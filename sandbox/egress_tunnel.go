@@ -140,7 +140,7 @@ func (p *egressProxy) forward(c net.Conn, req *http.Request, up *countConn, host
 		<-werr
 		return resp.StatusCode, ""
 	}
-	if err := resp.Write(bigWriter{c}); err != nil {
+	if err := resp.Write(c); err != nil {
 		up.Close()
 	}
 	up.Close()
@@ -160,14 +160,4 @@ func rewriteRequest(req *http.Request) {
 		req.Header.Del(h)
 	}
 	req.RequestURI = ""
-}
-
-// bigWriter copies a body to w in reads of up to 256 KiB (io.Copy's
-// 32 KiB would make eight times the writes).
-type bigWriter struct{ w io.Writer }
-
-func (b bigWriter) Write(p []byte) (int, error) { return b.w.Write(p) }
-
-func (b bigWriter) ReadFrom(r io.Reader) (int64, error) {
-	return io.CopyBuffer(struct{ io.Writer }{b.w}, r, make([]byte, 256<<10))
 }

@@ -407,9 +407,15 @@ func GC(ctx context.Context, cli *client.Client, all bool, maxAge time.Duration)
 		if err := removeContainer(cli, s.ID); err != nil {
 			return removed, err
 		}
+		removeHostSock(s.Labels[LabelHostSock])
 		removed = append(removed, s.ID)
 	}
-	pruneHostSocksOf(ctx, cli)
+	// Directories whose container the engine removed itself (a lifetime).
+	keep := map[string]bool{}
+	for _, s := range list {
+		keep[s.Labels[LabelHostSock]] = true
+	}
+	pruneHostSocks(keep)
 	return removed, nil
 }
 

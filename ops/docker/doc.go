@@ -25,9 +25,9 @@
 // the sandbox user, under a 0700 directory of this user's cache,
 // [LabelHostSock]) in which the daemon listens as well: a backend connects
 // there first, with no exec, and trusts the daemon only when it proves the
-// key and is the socket's peer (shim.DialHost); otherwise the relay
+// key and is the socket's peer (shim.HostDaemon); otherwise the relay
 // serves. Tunnels (ops.TargetDialer) and the egress proxy's connections
-// take raw connections of that socket there (shim.DialHostRaw), which
+// take raw connections of that socket there (shim.HostDaemon.DialRaw), which
 // carry a TCP connection's bytes with no HTTP/2 framing. The relay runs in an exec of its
 // own (never after the probe's shell) from the execute-only shim binary,
 // and is sent the key only when it says it was never dumpable; a helper

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
-	"github.com/moby/moby/client"
 
 	"github.com/pi-sandbox/pi-sandbox/ops/shim"
 )
@@ -27,7 +25,7 @@ import (
 // which its helper daemon listens too. A backend then reaches the daemon
 // with a connect on the host instead of the relay's exec, and trusts it
 // only when it proves the sandbox's key and is the socket's peer
-// (shim.DialHost); anything else goes through the relay, which starts or
+// (shim.HostDaemon); anything else goes through the relay, which starts or
 // replaces the daemon. The directories are under hostSockParent (0700,
 // this user's): nobody else on the host reaches a daemon through them.
 // The sandbox user can write files there as on its volumes.
@@ -46,9 +44,9 @@ func hostSockParent() (string, error) {
 
 // hostSockMount makes the host directory of a container about to be
 // created with cfg (its user's uid owns it) and returns its mount (whose
-// Source is the directory), or nil when the container gets none: the helper is not mounted
-// (the engine is elsewhere, gVisor), the user is not a number, or this
-// process could not give it the directory.
+// Source is the directory), or nil when the container gets none: the
+// helper is not mounted (the engine is elsewhere, gVisor), the user is not
+// a number, or this process could not give it the directory.
 func hostSockMount(cfg *Config) *mount.Mount {
 	if !cfg.helper.mounted {
 		return nil
@@ -134,9 +132,9 @@ func (b *Backend) dialHostSock(ctx context.Context) (net.Conn, bool) {
 	return nc, true
 }
 
-// pruneHostSocks removes the host directories under hostSockParent that
-// no container in keep names, older than a minute (a container being created has its
-// directory before its label is listed).
+// pruneHostSocks removes the directories under hostSockParent that no
+// container names in keep (its LabelHostSock), older than a minute: a
+// container being created has its directory before it is listed.
 func pruneHostSocks(keep map[string]bool) {
 	parent, err := hostSockParent()
 	if err != nil {
@@ -148,33 +146,11 @@ func pruneHostSocks(keep map[string]bool) {
 	}
 	cut := time.Now().Add(-time.Minute)
 	for _, e := range ents {
-		if keep[filepath.Join(parent, e.Name())] {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil || fi.ModTime().After(cut) {
-			continue
-		}
-		if err := os.RemoveAll(filepath.Join(parent, e.Name())); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			continue
+		dir := filepath.Join(parent, e.Name())
+		if fi, err := e.Info(); err == nil && !keep[dir] && fi.ModTime().Before(cut) {
+			os.RemoveAll(dir)
 		}
 	}
-}
-
-// pruneHostSocksOf prunes the host directories of containers that are
-// gone (pruneHostSocks), by the engine's list of ours.
-func pruneHostSocksOf(ctx context.Context, cli *client.Client) {
-	list, err := List(ctx, cli)
-	if err != nil {
-		return
-	}
-	keep := map[string]bool{}
-	for _, s := range list {
-		if n := s.Labels[LabelHostSock]; n != "" {
-			keep[n] = true
-		}
-	}
-	pruneHostSocks(keep)
 }
 
 // hostDaemon is the up sandbox's daemon on its host socket; false without

@@ -297,9 +297,9 @@ func Drain(ctx context.Context, cli *client.Client, name string) ([]string, erro
 		if err := removeContainer(cli, m.ID); err != nil {
 			return removed, err
 		}
+		removeHostSock(m.Labels[LabelHostSock])
 		removed = append(removed, m.ID)
 	}
-	pruneHostSocksOf(ctx, cli)
 	return removed, nil
 }
 

@@ -51,7 +51,7 @@ type Config struct {
 	// DialTarget (zero: DefaultMaxConnections).
 	MaxConnections int
 	// RawDial, when set, opens a raw connection to the target for op
-	// ("dial PORT", "egress LISTENER CONN"; shim.DialHostRaw): DialTarget
+	// ("dial PORT", "egress LISTENER CONN"; shim.HostDaemon.DialRaw): DialTarget
 	// and the egress listeners try it first, and use a stream of the
 	// session when it fails with anything but the daemon's refusal
 	// (*shim.RawError).

@@ -46,25 +46,7 @@ func (cl *Client) DialTarget(ctx context.Context, port int) (net.Conn, error) {
 			release()
 			return nil, err
 		}
-		r := &rawConn{Conn: rc}
-		r.release = func() {
-			c.mu.Lock()
-			delete(c.raws, r)
-			c.mu.Unlock()
-			release()
-		}
-		c.mu.Lock()
-		if c.closed {
-			c.mu.Unlock()
-			r.Close()
-			return nil, c.errorf("dial 127.0.0.1:%d: %w: the client is closed", port, ops.ErrTransport)
-		}
-		if c.raws == nil {
-			c.raws = map[*rawConn]bool{}
-		}
-		c.raws[r] = true
-		c.mu.Unlock()
-		return r, nil
+		return c.keepRaw(rc, release, port)
 	}
 	s, err := c.session(ctx)
 	if err != nil {
@@ -133,24 +115,8 @@ func (d *dialConn) Write(p []byte) (int, error) {
 // ReadFrom copies r to the target in writes of up to copyChunk bytes
 // (io.Copy's 32 KiB buffer would cut the stream into as many frames).
 func (d *dialConn) ReadFrom(r io.Reader) (int64, error) {
-	buf := make([]byte, copyChunk)
-	var n int64
-	for {
-		m, err := r.Read(buf)
-		if m > 0 {
-			w, werr := d.Write(buf[:m])
-			n += int64(w)
-			if werr != nil {
-				return n, werr
-			}
-		}
-		if errors.Is(err, io.EOF) {
-			return n, nil
-		}
-		if err != nil {
-			return n, err
-		}
-	}
+	// Neither side's own copy: r's WriteTo would use 32 KiB again.
+	return io.CopyBuffer(struct{ io.Writer }{d}, struct{ io.Reader }{r}, make([]byte, copyChunk))
 }
 
 // copyChunk is the most a dialConn's ReadFrom writes at once.
@@ -200,6 +166,31 @@ func (c *conn) rawDial(ctx context.Context, op string) (_ net.Conn, ok bool, _ e
 		return nil, true, c.errorf("%s", re.Msg)
 	}
 	return nil, false, nil
+}
+
+// keepRaw records rc among the client's raw connections (Close closes
+// them); release gives back its place among the connections when it is
+// closed.
+func (c *conn) keepRaw(rc net.Conn, release func(), port int) (net.Conn, error) {
+	r := &rawConn{Conn: rc}
+	r.release = func() {
+		c.mu.Lock()
+		delete(c.raws, r)
+		c.mu.Unlock()
+		release()
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		r.Close()
+		return nil, c.errorf("dial 127.0.0.1:%d: %w: the client is closed", port, ops.ErrTransport)
+	}
+	if c.raws == nil {
+		c.raws = map[*rawConn]bool{}
+	}
+	c.raws[r] = true
+	c.mu.Unlock()
+	return r, nil
 }
 
 // rawConn is a raw connection to the target (Config.RawDial), which

@@ -207,23 +207,19 @@ func (h HostDaemon) dial(ctx context.Context, op string) (*net.UnixConn, []strin
 	var rnd [16]byte
 	rand.Read(rnd[:])
 	nonce := hex.EncodeToString(rnd[:])
-	first := nonce
 	deadline := time.Now().Add(preambleWait)
 	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
 		deadline = d
 	}
-	c.SetDeadline(deadline)
+	first, want := nonce, 1
 	if op != "" {
-		first += " " + op
+		// The answer's line comes after a dial in the target.
+		first, want = nonce+" "+op, 2
+		deadline = deadline.Add(rawDialWait)
 	}
+	c.SetDeadline(deadline)
 	if _, err := fmt.Fprintf(c, "%s\n", first); err != nil {
 		return fail(err)
-	}
-	want := 1
-	if op != "" {
-		// The answer comes after a dial in the target.
-		want = 2
-		c.SetDeadline(deadline.Add(rawDialWait))
 	}
 	lines, rest, err := readLines(c, want, 512)
 	if err != nil {

@@ -67,9 +67,10 @@ func ReadUpload(path string) (*Upload, error) {
 	}
 	// The sum of this version of the file is kept on this host: hashing
 	// the binary costs a CLI call tens of milliseconds.
-	diskKey := probecache.Key("shim-sum", key.path, strconv.FormatUint(key.dev, 10), strconv.FormatUint(key.ino, 10),
-		strconv.FormatInt(key.size, 10), strconv.FormatInt(key.mtim, 10), strconv.FormatInt(key.ctim, 10))
+	diskKey := ""
 	if key.ino != 0 {
+		diskKey = probecache.Key("shim-sum", key.path, strconv.FormatUint(key.dev, 10), strconv.FormatUint(key.ino, 10),
+			strconv.FormatInt(key.size, 10), strconv.FormatInt(key.mtim, 10), strconv.FormatInt(key.ctim, 10))
 		if b, ok := probecache.Sums.Load(diskKey); ok && len(b) == 64 && strings.Trim(string(b), "0123456789abcdef") == "" {
 			u = &Upload{Path: path, Size: key.size, Sum: string(b)}
 		}
@@ -81,7 +82,7 @@ func ReadUpload(path string) (*Upload, error) {
 			return nil, fmt.Errorf("read shim binary: %w", err)
 		}
 		u = &Upload{Path: path, Size: n, Sum: hex.EncodeToString(h.Sum(nil))}
-		if key.ino != 0 && n == key.size {
+		if diskKey != "" && n == key.size {
 			probecache.Sums.Store(diskKey, []byte(u.Sum))
 		}
 	}
